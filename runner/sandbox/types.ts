@@ -1,0 +1,61 @@
+/**
+ * Plain-data shapes that cross the worker boundary (structured clone): one sandbox call in, its outcome out.
+ * The gRPC layer maps them to and from the proto messages; the CLI uses them directly.
+ */
+
+/** How the returned value is checked and delivered (mirrors ldbox.runner.v1.ResultKind). */
+export type ResultKind = 'generic' | 'files' | 'native-search' | 'native-download';
+
+/** Why user code did not produce a result (mirrors ldbox.runner.v1.ErrorKind). */
+export type UserErrorKind = 'thrown' | 'syntax' | 'timeout' | 'memory-limit' | 'invalid-result';
+
+/** One call of user code. */
+export interface SandboxRequest {
+  requestId: string;
+  code: string;
+  /** `JSON.stringify({input, auth})`, already validated as objects by the caller. */
+  dataJson: string;
+  /** The string values of `data.auth`, to redact from logs and error messages. */
+  secrets: string[];
+  resultKind: ResultKind;
+  timeoutMs: number;
+  memoryBytes: number;
+}
+
+export interface SandboxLog {
+  level: 'info' | 'warn';
+  message: string;
+}
+
+export interface SandboxError {
+  kind: UserErrorKind;
+  name: string;
+  message: string;
+  stack: string;
+}
+
+export interface SandboxFile {
+  fileName: string;
+  mimeType: string;
+  content: Uint8Array;
+  isText: boolean;
+}
+
+export interface SandboxDownload {
+  fileName: string;
+  mimeType: string;
+  content: Uint8Array;
+}
+
+/** The outcome of one call. `error` set means no result. */
+export interface SandboxOutcome {
+  requestId: string;
+  /** The returned value as JSON text (binary values as base64 strings), `undefined` when `error` is set. */
+  resultJson?: string;
+  logs: SandboxLog[];
+  error?: SandboxError;
+  files?: SandboxFile[];
+  download?: SandboxDownload;
+  wallTimeMs: number;
+  memoryUsedBytes: number;
+}
