@@ -31,11 +31,18 @@ export class CallState {
     readonly deadline: number,
     readonly logs: LogBuffer,
     readonly redact: Redact,
+    private readonly externallyCancelled: () => boolean = () => false,
   ) {}
 
   /** True once the call must stop running guest code (the QuickJS interrupt handler asks this). */
   shouldInterrupt(): boolean {
+    if (!this.cancelled && this.externallyCancelled()) this.cancelled = true;
     return this.cancelled || performance.now() > this.deadline;
+  }
+
+  isCancelled(): boolean {
+    if (!this.cancelled && this.externallyCancelled()) this.cancelled = true;
+    return this.cancelled;
   }
 
   timedOut(): boolean {

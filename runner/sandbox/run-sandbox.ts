@@ -20,6 +20,16 @@ export interface SandboxLimits {
   maxStackBytes: number;
 }
 
+/**
+ * How the caller cancels a call. `isCancelled` is polled by QuickJS's interrupt handler, so it must
+ * answer synchronously (a busy loop in the guest never lets an abort event be delivered); `signal`
+ * wakes a call that is awaiting host work.
+ */
+export interface CancelSource {
+  signal: AbortSignal;
+  isCancelled(): boolean;
+}
+
 /** Thrown for a failure of the sandbox machinery itself (not of user code): the caller reports INTERNAL. */
 export class SandboxInternalError extends Error {}
 
@@ -37,8 +47,9 @@ export async function runSandbox(
   cm: CappedModule,
   req: SandboxRequest,
   limits: SandboxLimits,
-  cancelSignal?: AbortSignal,
+  cancel?: CancelSource,
 ): Promise<SandboxOutcome> {
+  const cancelSignal = cancel?.signal;
   const started = performance.now();
   const redact = createRedactor(req.secrets);
   const logs = new LogBuffer(redact, limits.maxLogEntries, limits.maxLogChars);
@@ -56,7 +67,7 @@ export async function runSandbox(
     rt.setMaxStackSize(limits.maxStackBytes);
     rt.setMemoryLimit(req.memoryBytes);
     ctx = rt.newContext();
-    call = new CallState(ctx, started + req.timeoutMs, logs, redact);
+    call = new CallState(ctx, started + req.timeoutMs, logs, redact, cancel?.isCancelled);
     const state = call;
     rt.setInterruptHandler(() => state.shouldInterrupt());
     if (cancelSignal?.aborted) state.cancel();
@@ -147,7 +158,7 @@ class OutOfMemoryDuringSetup extends Error {}
  */
 async function settle(rt: QuickJSRuntime, ctx: QuickJSContext, call: CallState, promise: QuickJSHandle): Promise<Settled> {
   for (;;) {
-    if (call.cancelled) return { kind: 'cancelled' };
+    if (call.isCancelled()) return { kind: 'cancelled' };
     if (call.timedOut()) return { kind: 'timeout' };
     const jobs = rt.executePendingJobs();
     if (jobs.error) jobs.error.dispose();
@@ -157,8 +168,8 @@ async function settle(rt: QuickJSRuntime, ctx: QuickJSContext, call: CallState, 
       return { kind: 'fulfilled', handle: state.notAPromise ? promise.dup() : state.value };
     }
     if (state.type === 'rejected') return { kind: 'rejected', handle: state.error };
+    if (call.isCancelled()) return { kind: 'cancelled' };
     if (call.timedOut()) return { kind: 'timeout' };
-    if (call.cancelled) return { kind: 'cancelled' };
     if (call.pendingHostWork === 0 && !rt.hasPendingJob()) return { kind: 'unsettled' };
     if (call.pendingHostWork > 0) await call.nextWake();
   }
@@ -221,6 +232,7 @@ function describeError(
   redact: (s: string) => string,
   req: SandboxRequest,
 ): SandboxError {
+  if (call.isCancelled()) throw new SandboxCancelledError('the call was cancelled');
   if (call.timedOut()) return timeoutError(req);
   let name = 'Error';
   let message = 'the thrown value could not be described';

@@ -1,0 +1,46 @@
+/**
+ * A cancellation channel between the pool (main thread) and a task in a worker, in 4 bytes of shared
+ * memory. Piscina's own abort terminates a worker whose task is running; this lets a running sandbox
+ * stop cleanly instead, and a queued task be skipped when a worker picks it up.
+ *
+ * States: QUEUED → RUNNING → DONE, or CANCELLED from QUEUED or RUNNING.
+ */
+export const QUEUED = 0;
+export const RUNNING = 1;
+export const CANCELLED = 2;
+export const DONE = 3;
+
+export function createCancelFlag(): Int32Array {
+  return new Int32Array(new SharedArrayBuffer(4));
+}
+
+/** Main thread: asks the task to stop, whether it is queued or running. */
+export function requestCancel(flag: Int32Array): void {
+  if (Atomics.compareExchange(flag, 0, QUEUED, CANCELLED) === QUEUED) return;
+  if (Atomics.compareExchange(flag, 0, RUNNING, CANCELLED) === RUNNING) Atomics.notify(flag, 0);
+}
+
+/**
+ * Worker: marks the task running and returns a signal that aborts when the main thread cancels, or
+ * `undefined` when it was cancelled while still queued. Call `finish()` when the task ends: it wakes the
+ * pending wait so nothing outlives the task.
+ */
+export function startTask(flag: Int32Array): { signal: AbortSignal; isCancelled: () => boolean; finish: () => void } | undefined {
+  if (Atomics.compareExchange(flag, 0, QUEUED, RUNNING) !== QUEUED) return undefined;
+  const controller = new AbortController();
+  const waiting = Atomics.waitAsync(flag, 0, RUNNING);
+  if (waiting.async) {
+    void waiting.value.then(() => {
+      if (Atomics.load(flag, 0) === CANCELLED) controller.abort(new Error('cancelled by the caller'));
+    });
+  } else if (Atomics.load(flag, 0) === CANCELLED) {
+    controller.abort(new Error('cancelled by the caller'));
+  }
+  return {
+    signal: controller.signal,
+    isCancelled: () => Atomics.load(flag, 0) === CANCELLED,
+    finish: () => {
+      if (Atomics.compareExchange(flag, 0, RUNNING, DONE) === RUNNING) Atomics.notify(flag, 0);
+    },
+  };
+}

@@ -1,0 +1,141 @@
+import { Piscina } from 'piscina';
+import type { PoolConfig } from '../../src/config/runner-config.js';
+import type { SandboxOutcome, SandboxRequest } from '../sandbox/index.js';
+import { createCancelFlag, requestCancel } from './cancel-flag.js';
+import { LatencyWindow } from './latency-window.js';
+import { PoolCancelledError, PoolClosedError, PoolFullError, PoolInternalError } from './pool-errors.js';
+import type { WorkerReply, WorkerSetup, WorkerTask } from './worker-task.js';
+
+export interface PoolStatus {
+  workers: number;
+  busy: number;
+  queued: number;
+  completed: number;
+  failed: number;
+  workersReplaced: number;
+  maxQueue: number;
+  concurrentPerWorker: number;
+  latency: { p50: number; p90: number; p99: number; max: number; samples: number };
+}
+
+export interface ExecuteResult {
+  outcome: SandboxOutcome;
+  queueTimeMs: number;
+}
+
+export interface RunnerPool {
+  /** Runs one call. Rejects with PoolFullError, PoolCancelledError, PoolInternalError or PoolClosedError. */
+  execute(request: SandboxRequest, signal?: AbortSignal): Promise<ExecuteResult>;
+  status(): PoolStatus;
+  /** Waits for running calls (up to `timeoutMs`), then stops the workers. */
+  close(timeoutMs?: number): Promise<void>;
+}
+
+/** QuickJS's stack must stay well inside the worker's V8 stack (a V8 overflow corrupts the runtime). */
+const WORKER_STACK_MB = 4;
+const SANDBOX_STACK_BYTES = 1024 * 1024;
+
+/**
+ * The pool of sandbox workers (Piscina). Each call is a task with a shared-memory cancel flag, so a
+ * caller's cancellation or deadline stops its sandbox without terminating the worker. A worker that
+ * dies (a crash, its heap limit) is replaced by Piscina; only its own calls fail.
+ */
+export function createRunnerPool(config: PoolConfig): RunnerPool {
+  const setup: WorkerSetup = {
+    limits: {
+      maxResultBytes: config.maxResultBytes,
+      maxLogEntries: config.maxLogEntries,
+      maxLogChars: config.maxLogChars,
+      maxStackBytes: SANDBOX_STACK_BYTES,
+    },
+    modules: {
+      maxIdlePerCap: config.concurrentPerWorker,
+      recycleAboveBytes: config.recycleAboveBytes,
+      maxCallsPerModule: 5000,
+    },
+  };
+  const piscina = new Piscina<WorkerTask, WorkerReply>({
+    filename: new URL('./worker.js', import.meta.url).href,
+    minThreads: config.size,
+    maxThreads: config.size,
+    concurrentTasksPerWorker: config.concurrentPerWorker,
+    maxQueue: config.maxQueue,
+    idleTimeout: config.idleTimeoutMs,
+    // The default 'sync' mode parks an idle worker in Atomics.wait; 'disabled' keeps its event loop
+    // running, which the per-call cancel wait and timers rely on.
+    atomics: 'disabled',
+    workerData: setup,
+    resourceLimits: { stackSizeMb: WORKER_STACK_MB, maxOldGenerationSizeMb: config.workerHeapMb },
+  });
+  let workersCreated = 0;
+  piscina.on('workerCreate', () => workersCreated++);
+  // Piscina re-emits worker failures as 'error' when no task owns them; they must not crash the process.
+  piscina.on('error', () => {});
+
+  let inFlight = 0;
+  let completed = 0;
+  let failed = 0;
+  let closing = false;
+  const latency = new LatencyWindow();
+
+  async function execute(request: SandboxRequest, signal?: AbortSignal): Promise<ExecuteResult> {
+    if (closing) throw new PoolClosedError('the runner is shutting down');
+    if (signal?.aborted) throw new PoolCancelledError('the call was cancelled before it started');
+    const cancelFlag = createCancelFlag();
+    const onAbort = () => requestCancel(cancelFlag);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const started = performance.now();
+    inFlight++;
+    let reply: WorkerReply;
+    try {
+      reply = await piscina.run({ request, cancelFlag, submittedAt: performance.timeOrigin + performance.now() });
+    } catch (err) {
+      failed++;
+      if (err instanceof Error && err.message === 'Task queue is at limit') {
+        throw new PoolFullError(`the runner's queue is full (${config.maxQueue} calls waiting): retry later`);
+      }
+      throw new PoolInternalError('a sandbox worker failed during the call', { cause: err });
+    } finally {
+      inFlight--;
+      signal?.removeEventListener('abort', onAbort);
+    }
+    if (reply.status === 'cancelled') {
+      failed++;
+      throw new PoolCancelledError('the call was cancelled');
+    }
+    if (reply.status === 'internal') {
+      failed++;
+      throw new PoolInternalError(reply.message);
+    }
+    completed++;
+    latency.record(performance.now() - started);
+    return { outcome: reply.outcome, queueTimeMs: reply.queueTimeMs };
+  }
+
+  return {
+    execute,
+    status: () => {
+      const queued = piscina.queueSize;
+      return {
+        workers: piscina.threads.length,
+        busy: Math.max(0, inFlight - queued),
+        queued,
+        completed,
+        failed,
+        workersReplaced: Math.max(0, workersCreated - config.size),
+        maxQueue: config.maxQueue,
+        concurrentPerWorker: config.concurrentPerWorker,
+        latency: latency.percentiles(),
+      };
+    },
+    close: async (timeoutMs = 10_000) => {
+      closing = true;
+      const drained = new Promise<void>((resolve) => {
+        const poll = () => (inFlight === 0 ? resolve() : setTimeout(poll, 20).unref());
+        poll();
+      });
+      await Promise.race([drained, new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+      await piscina.destroy();
+    },
+  };
+}

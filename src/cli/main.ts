@@ -1,0 +1,63 @@
+import { ConfigError } from '../config/env-parsers.js';
+import { loadRunnerConfig } from '../config/runner-config.js';
+import { createLogger } from '../logging/logger.js';
+import { startRunnerServer } from '../../runner/server/runner-server.js';
+import { runCommand } from './run-command.js';
+
+const USAGE = `usage: ldbox <command>
+
+  dev                 everything on one machine (today: the runner)
+  runner              the sandbox runner (gRPC/Connect on LDBOX_RUNNER_PORT, default 50051)
+  run FILE.js [...]   run integration code locally in the sandbox; see 'ldbox run --help'
+`;
+
+const stdout = (s: string) => void process.stdout.write(s);
+const stderr = (s: string) => void process.stderr.write(s);
+
+/** The CLI entry: returns the exit code (0 ok, 1 failure, 2 bad usage). */
+export async function runCli(argv: readonly string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case 'run':
+        return await runCommand(rest, process.env, { stdout, stderr });
+      case 'runner':
+      case 'dev':
+        return await serveRunner();
+      case 'gateway':
+      case 'executor':
+        stderr(`ldbox ${command}: not available in this version yet\n`);
+        return 2;
+      case undefined:
+      case 'help':
+      case '--help':
+      case '-h':
+        stdout(USAGE);
+        return command === undefined ? 2 : 0;
+      default:
+        stderr(`unknown command "${command}"\n${USAGE}`);
+        return 2;
+    }
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      stderr(`configuration error: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+}
+
+async function serveRunner(): Promise<number> {
+  const config = loadRunnerConfig(process.env);
+  const log = createLogger('runner', process.env.LDBOX_LOG_LEVEL ?? 'info');
+  const server = await startRunnerServer(config, log);
+  stdout(`runner: http://${config.host}:${server.port} (gRPC, gRPC-Web, Connect)\n`);
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  log.info('shutting down');
+  await server.close();
+  return 0;
+}

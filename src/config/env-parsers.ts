@@ -1,0 +1,37 @@
+/**
+ * Parsers for environment settings. Each rule fails with an exact message naming the variable and the
+ * value it got, so a misconfigured deployment says what to fix instead of starting with a surprise.
+ */
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export function intSetting(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const n = /^\s*\d+\s*$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(n)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
+  if (n < min || n > max) throw new ConfigError(`${name} must be from ${min} to ${max}, got ${n}`);
+  return n;
+}
+
+export function stringSetting(env: Env, name: string, fallback: string): string {
+  const raw = env[name];
+  return raw === undefined || raw === '' ? fallback : raw;
+}
+
+export function optionalSecret(env: Env, name: string, minLength: number): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  if (raw.length < minLength) throw new ConfigError(`${name} must be at least ${minLength} characters long`);
+  return raw;
+}
+
+export function hostSetting(env: Env, name: string, fallback: string): string {
+  const raw = stringSetting(env, name, fallback);
+  if (!/^[A-Za-z0-9.:\-[\]]+$/.test(raw)) throw new ConfigError(`${name} must be a host name or IP address, got "${raw}"`);
+  return raw;
+}
