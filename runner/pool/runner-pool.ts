@@ -53,6 +53,7 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
       recycleAboveBytes: config.recycleAboveBytes,
       maxCallsPerModule: 5000,
     },
+    defaultMemoryBytes: config.defaultMemoryBytes,
   };
   const piscina = new Piscina<WorkerTask, WorkerReply>({
     filename: new URL('./worker.js', import.meta.url).href,

@@ -4,6 +4,8 @@ import type { SandboxLimits, SandboxOutcome, SandboxRequest, WasmModulePoolOptio
 export interface WorkerSetup {
   limits: SandboxLimits;
   modules: WasmModulePoolOptions;
+  /** The memory limit most calls use: the worker warms a module of that size at start. */
+  defaultMemoryBytes: number;
 }
 
 /** One task: the call and its cancellation flag (shared memory). */

@@ -1,14 +1,27 @@
 /**
  * The Piscina worker: runs sandbox calls on this thread's WASM modules. One module per concurrent call
- * (the memory cap is per module), reused across calls until it grows or breaks.
+ * (the memory cap is per module), reused across calls until it grows or breaks. While the worker is
+ * idle, each kept module prepares the fresh sandbox of its next call (see prepareAhead).
  */
 import { workerData } from 'piscina';
-import { runSandbox, SandboxCancelledError, WasmModulePool } from '../sandbox/index.js';
+import { type CappedModule, prepareAhead, runSandbox, SandboxCancelledError, WasmModulePool } from '../sandbox/index.js';
 import { startTask } from './cancel-flag.js';
 import type { WorkerReply, WorkerSetup, WorkerTask } from './worker-task.js';
 
 const setup = workerData as WorkerSetup;
 const modules = new WasmModulePool(setup.modules);
+
+/** Runs after pending I/O, so a call that is already waiting goes first. */
+function prepareWhenIdle(cm: CappedModule): void {
+  setImmediate(() => {
+    if (!cm.inUse) prepareAhead(cm, setup.limits);
+  });
+}
+
+// Warm start: the first call finds a module with its sandbox ready.
+void modules.acquire(setup.defaultMemoryBytes).then((cm) => {
+  if (modules.release(cm)) prepareWhenIdle(cm);
+});
 
 export default async function runTask(task: WorkerTask): Promise<WorkerReply> {
   const queueTimeMs = Math.max(0, performance.timeOrigin + performance.now() - task.submittedAt);
@@ -26,6 +39,6 @@ export default async function runTask(task: WorkerTask): Promise<WorkerReply> {
     return { status: 'internal', message: `${err instanceof Error ? err.message : String(err)}${cause}` };
   } finally {
     started.finish();
-    modules.release(cm);
+    if (modules.release(cm)) prepareWhenIdle(cm);
   }
 }

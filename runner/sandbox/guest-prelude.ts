@@ -1,19 +1,24 @@
 /**
  * The guest side of the sandbox: one function expression evaluated in every fresh QuickJS context before
- * the user's code. The host calls it once with the host functions and the call's data, and it
+ * the user's code. The host calls it once with the host functions, and it
  *
  * - removes `eval` and tames every Function constructor (no code from strings; spec "What the service does" 3),
  * - defines the spec's globals (`data`, `ld`, `atob`, `btoa`, `Buffer`),
  * - freezes the intrinsics and the global object (spec "Utilities": changing globals throws),
- * - returns `[serialize, explain]`, which the host calls after the user's code settled.
+ * - returns `[setData, serialize, explain]`: the host fills `data` when a call takes the context, and
+ *   serialises the result or describes the error after the user's code settled.
+ *
+ * Nothing in it depends on the call, so a context can be prepared before its call arrives (see
+ * prepare-sandbox.ts); it is still used by exactly one call.
  *
  * It runs on every call and QuickJS parses at ~100 µs per KB, so it stays small: everything that can
  * live on the host (ld.log formatting, atob/btoa, the ld.* bodies) does. See bench/execute.
  */
-export const GUEST_PRELUDE = String.raw`(function (h, dataJson, token, maxResult, maxLog) {
+export const GUEST_PRELUDE = String.raw`(function (h) {
 'use strict';
 const g = globalThis, O = Object, freeze = O.freeze, def = O.defineProperty, proto = O.getPrototypeOf;
-const TE = TypeError, AB = ArrayBuffer, U8 = Uint8Array, isView = AB.isView, stringify = JSON.stringify;
+const TE = TypeError, AB = ArrayBuffer, U8 = Uint8Array, isView = AB.isView, stringify = JSON.stringify, parse = JSON.parse;
+let maxLog = 0;
 const call = Function.prototype.call.bind(Function.prototype.call), slice = AB.prototype.slice;
 const fixed = (o, k, value) => def(o, k, { value, writable: false, enumerable: false, configurable: false });
 delete g.eval;
@@ -40,7 +45,8 @@ const hidden = [TA, TA.prototype, fps[1], fps[2], fps[3], fps[2].prototype, fps[
   it([]), it(new Map()), it(new Set()), it(''), proto(it([])), proto(/x/[Symbol.matchAll]('')), from, h.wait, h.atob, h.btoa];
 for (const o of hidden) { freeze(o); if (o.constructor) freeze(o.constructor); }
 for (const k of O.getOwnPropertyNames(g)) { const v = g[k]; if (v !== g && v !== null && (typeof v === 'object' || typeof v === 'function')) { freeze(v); if (v.prototype) freeze(v.prototype); } }
-fixed(g, 'data', JSON.parse(dataJson));
+const data = {};
+fixed(g, 'data', data);
 const describe = (v) => {
   if (typeof v === 'string') return v;
   if (v instanceof Error) return String(v.name) + ': ' + String(v.message);
@@ -55,7 +61,8 @@ fixed(g, 'atob', h.atob);
 fixed(g, 'btoa', h.btoa);
 fixed(g, 'Buffer', freeze({ from }));
 freeze(g);
-const serialize = (value) => {
+const setData = (json, logLimit) => { const d = parse(json); data.input = d.input; data.auth = d.auth; maxLog = logLimit; };
+const serialize = (value, token, maxResult) => {
   const bins = [];
   const json = stringify(value === undefined ? null : value, (k, v) => {
     if (v instanceof AB) { bins.push(v); return { [token]: bins.length - 1 }; }
@@ -75,5 +82,5 @@ const explain = (e) => {
     return ['Error', 'Uncaught ' + (s === undefined ? String(e) : s), ''];
   } catch (x) { return ['Error', 'the thrown value could not be described', '']; }
 };
-return [serialize, explain];
+return [setData, serialize, explain];
 })`;

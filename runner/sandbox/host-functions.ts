@@ -1,5 +1,6 @@
 import type { QuickJSContext, QuickJSHandle, VmCallResult } from 'quickjs-emscripten';
 import type { CallState } from './call-state.js';
+import type { CallSlot } from './prepare-sandbox.js';
 
 /**
  * The host side of the sandbox's built-ins. Each function here is called from guest code with guest
@@ -21,8 +22,11 @@ export class GuestFacingError extends Error {
 type HostImpl = (ctx: QuickJSContext, call: CallState, args: QuickJSHandle[]) => QuickJSHandle | undefined;
 
 /** Wraps a host implementation so that no host error or host stack reaches the guest. */
-function guarded(ctx: QuickJSContext, call: CallState, impl: HostImpl) {
+function guarded(ctx: QuickJSContext, slot: CallSlot, impl: HostImpl) {
   return (...args: QuickJSHandle[]): QuickJSHandle | VmCallResult<QuickJSHandle> | undefined => {
+    const call = slot.call;
+    // Only user code calls these, and it runs only while a call holds the context.
+    if (call === undefined || call.closed) return { error: ctx.newError({ name: 'Error', message: 'the sandbox call has ended' }) };
     try {
       return impl(ctx, call, args);
     } catch (err) {
@@ -88,11 +92,11 @@ function wait(ctx: QuickJSContext, call: CallState, args: QuickJSHandle[]): Quic
 }
 
 /** Creates the object of host functions handed to the guest prelude (`h` there). */
-export function createHostFunctions(ctx: QuickJSContext, call: CallState): QuickJSHandle {
+export function createHostFunctions(ctx: QuickJSContext, slot: CallSlot): QuickJSHandle {
   const h = ctx.newObject();
   const impls: Record<string, HostImpl> = { log, wait, atob, btoa };
   for (const [name, impl] of Object.entries(impls)) {
-    const fn = ctx.newFunction(name, guarded(ctx, call, impl));
+    const fn = ctx.newFunction(name, guarded(ctx, slot, impl));
     ctx.setProp(h, name, fn);
     fn.dispose();
   }

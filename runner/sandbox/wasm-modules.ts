@@ -1,4 +1,5 @@
 import { newQuickJSWASMModuleFromVariant, newVariant, RELEASE_SYNC, type QuickJSWASMModule } from 'quickjs-emscripten';
+import type { PreparedSandbox } from './prepare-sandbox.js';
 
 /**
  * QuickJS WebAssembly modules with a hard memory cap, one sandbox at a time per module.
@@ -23,6 +24,10 @@ export interface CappedModule {
   /** Set when the module may be corrupt (a WASM trap, a failed dispose): it is never reused. */
   broken: boolean;
   calls: number;
+  /** The next call's sandbox, made while the module was idle. */
+  prepared?: PreparedSandbox | undefined;
+  /** True while a call holds the module. */
+  inUse: boolean;
 }
 
 export interface WasmModulePoolOptions {
@@ -50,14 +55,19 @@ export class WasmModulePool {
     const capBytes = capBytesFor(memoryBytes);
     const free = this.idle.get(capBytes);
     const reused = free?.pop();
-    if (reused) return reused;
+    if (reused) {
+      reused.inUse = true;
+      return reused;
+    }
     const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: capBytes / PAGE });
     const module = await newQuickJSWASMModuleFromVariant(newVariant(RELEASE_SYNC, { wasmMemory: memory }));
     this.created++;
-    return { module, memory, capBytes, broken: false, calls: 0 };
+    return { module, memory, capBytes, broken: false, calls: 0, inUse: true };
   }
 
-  release(m: CappedModule): void {
+  /** Returns the module after a call; true when it is kept for reuse. */
+  release(m: CappedModule): boolean {
+    m.inUse = false;
     m.calls++;
     if (
       m.broken ||
@@ -65,11 +75,15 @@ export class WasmModulePool {
       m.calls >= this.options.maxCallsPerModule
     ) {
       this.retired++;
-      return; // dropped: GC frees its memory once nothing references it
+      return false; // dropped: GC frees its memory once nothing references it
     }
     let free = this.idle.get(m.capBytes);
     if (!free) this.idle.set(m.capBytes, (free = []));
-    if (free.length < this.options.maxIdlePerCap) free.push(m);
-    else this.retired++;
+    if (free.length < this.options.maxIdlePerCap) {
+      free.push(m);
+      return true;
+    }
+    this.retired++;
+    return false;
   }
 }

@@ -58,7 +58,7 @@ export async function startRunnerServer(config: RunnerConfig, log: Logger): Prom
   const port = (server.address() as AddressInfo).port;
   health.set('', 'SERVING');
   health.set(RunnerService.typeName, 'SERVING');
-  log.info({ host: config.host, port, workers: config.pool.size, auth: config.token ? 'bearer' : 'none' }, 'runner listening');
+  log.info({ host: config.host, port, workers: config.pool.size, tokenRequired: config.token !== undefined }, 'runner listening');
 
   return {
     port,
