@@ -3,12 +3,20 @@
  * memory. Piscina's own abort terminates a worker whose task is running; this lets a running sandbox
  * stop cleanly instead, and a queued task be skipped when a worker picks it up.
  *
- * States: QUEUED → RUNNING → DONE, or CANCELLED from QUEUED or RUNNING.
+ * States: QUEUED → RUNNING → DONE; QUEUED → CANCELLED (skipped when a worker picks it up);
+ * RUNNING → STOPPING (the sandbox stops at its next check) → DONE.
  */
 export const QUEUED = 0;
 export const RUNNING = 1;
 export const CANCELLED = 2;
 export const DONE = 3;
+export const STOPPING = 4;
+
+/** True while a worker holds the call (running, or stopping after a cancel). */
+export function isStarted(flag: Int32Array): boolean {
+  const state = Atomics.load(flag, 0);
+  return state === RUNNING || state === STOPPING;
+}
 
 export function createCancelFlag(): Int32Array {
   return new Int32Array(new SharedArrayBuffer(4));
@@ -17,7 +25,7 @@ export function createCancelFlag(): Int32Array {
 /** Main thread: asks the task to stop, whether it is queued or running. */
 export function requestCancel(flag: Int32Array): void {
   if (Atomics.compareExchange(flag, 0, QUEUED, CANCELLED) === QUEUED) return;
-  if (Atomics.compareExchange(flag, 0, RUNNING, CANCELLED) === RUNNING) Atomics.notify(flag, 0);
+  if (Atomics.compareExchange(flag, 0, RUNNING, STOPPING) === RUNNING) Atomics.notify(flag, 0);
 }
 
 /**
@@ -31,16 +39,18 @@ export function startTask(flag: Int32Array): { signal: AbortSignal; isCancelled:
   const waiting = Atomics.waitAsync(flag, 0, RUNNING);
   if (waiting.async) {
     void waiting.value.then(() => {
-      if (Atomics.load(flag, 0) === CANCELLED) controller.abort(new Error('cancelled by the caller'));
+      if (Atomics.load(flag, 0) === STOPPING) controller.abort(new Error('cancelled by the caller'));
     });
-  } else if (Atomics.load(flag, 0) === CANCELLED) {
+  } else if (Atomics.load(flag, 0) === STOPPING) {
     controller.abort(new Error('cancelled by the caller'));
   }
   return {
     signal: controller.signal,
-    isCancelled: () => Atomics.load(flag, 0) === CANCELLED,
+    isCancelled: () => Atomics.load(flag, 0) === STOPPING,
     finish: () => {
-      if (Atomics.compareExchange(flag, 0, RUNNING, DONE) === RUNNING) Atomics.notify(flag, 0);
+      // RUNNING or STOPPING → DONE; the notify ends this task's own pending wait.
+      Atomics.store(flag, 0, DONE);
+      Atomics.notify(flag, 0);
     },
   };
 }

@@ -1,7 +1,7 @@
 import { Piscina } from 'piscina';
 import type { PoolConfig } from '../../src/config/runner-config.js';
 import type { SandboxOutcome, SandboxRequest } from '../sandbox/index.js';
-import { createCancelFlag, requestCancel } from './cancel-flag.js';
+import { createCancelFlag, isStarted, requestCancel } from './cancel-flag.js';
 import { LatencyWindow } from './latency-window.js';
 import { PoolCancelledError, PoolClosedError, PoolFullError, PoolInternalError } from './pool-errors.js';
 import type { WorkerReply, WorkerSetup, WorkerTask } from './worker-task.js';
@@ -47,6 +47,7 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
       maxLogEntries: config.maxLogEntries,
       maxLogChars: config.maxLogChars,
       maxStackBytes: SANDBOX_STACK_BYTES,
+      builtins: config.builtins,
     },
     modules: {
       maxIdlePerCap: config.concurrentPerWorker,
@@ -73,7 +74,9 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
   // Piscina re-emits worker failures as 'error' when no task owns them; they must not crash the process.
   piscina.on('error', () => {});
 
-  let inFlight = 0;
+  // The cancel flag of every call not yet answered; a started flag is a call a worker holds. Piscina's queueSize misses tasks posted to a worker that has not picked them up yet
+  // (seen for seconds while a worker starts on a loaded machine), so "busy" is read from the flags.
+  const inFlight = new Set<Int32Array>();
   let completed = 0;
   let failed = 0;
   let closing = false;
@@ -86,7 +89,7 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
     const onAbort = () => requestCancel(cancelFlag);
     signal?.addEventListener('abort', onAbort, { once: true });
     const started = performance.now();
-    inFlight++;
+    inFlight.add(cancelFlag);
     let reply: WorkerReply;
     try {
       reply = await piscina.run({ request, cancelFlag, submittedAt: performance.timeOrigin + performance.now() });
@@ -97,7 +100,7 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
       }
       throw new PoolInternalError('a sandbox worker failed during the call', { cause: err });
     } finally {
-      inFlight--;
+      inFlight.delete(cancelFlag);
       signal?.removeEventListener('abort', onAbort);
     }
     if (reply.status === 'cancelled') {
@@ -116,11 +119,12 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
   return {
     execute,
     status: () => {
-      const queued = piscina.queueSize;
+      let busy = 0;
+      for (const flag of inFlight) if (isStarted(flag)) busy++;
       return {
         workers: piscina.threads.length,
-        busy: Math.max(0, inFlight - queued),
-        queued,
+        busy,
+        queued: inFlight.size - busy,
         completed,
         failed,
         workersReplaced: Math.max(0, workersCreated - config.size),
@@ -132,7 +136,7 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
     close: async (timeoutMs = 10_000) => {
       closing = true;
       const drained = new Promise<void>((resolve) => {
-        const poll = () => (inFlight === 0 ? resolve() : setTimeout(poll, 20).unref());
+        const poll = () => (inFlight.size === 0 ? resolve() : setTimeout(poll, 20).unref());
         poll();
       });
       await Promise.race([drained, new Promise((r) => setTimeout(r, timeoutMs).unref())]);

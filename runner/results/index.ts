@@ -1,3 +1,4 @@
+import { parseWithBinaries } from '../sandbox/data-crossing.js';
 import type { ResultKind } from '../sandbox/types.js';
 import { validateFilesResult, type ValidatedFile } from './files-result.js';
 import { validateNativeDownloadResult, type ValidatedDownload } from './native-download-result.js';
@@ -13,20 +14,9 @@ export interface ValidatedResult {
   download?: ValidatedDownload;
 }
 
-/**
- * Parses the guest's serialised result, putting the binary values back where the guest left markers
- * (`{[token]: index}`, token random per call so user data cannot forge one), and checks it against the
- * result kind's shape. JSON.parse defines keys as own data properties, so a `__proto__` key stays data.
- */
+/** Parses the guest's serialised result (see data-crossing.ts) and checks it against the result kind's shape. */
 export function validateResult(kind: ResultKind, json: string, token: string, binaries: Uint8Array[]): ValidatedResult {
-  const value: unknown = JSON.parse(json, (_key, v: unknown) => {
-    if (typeof v === 'object' && v !== null && !Array.isArray(v)) {
-      const rec = v as Record<string, unknown>;
-      const index = rec[token];
-      if (typeof index === 'number' && Object.keys(rec).length === 1) return binaries[index] ?? new Uint8Array(0);
-    }
-    return v;
-  });
+  const value = parseWithBinaries(json, token, binaries);
   switch (kind) {
     case 'generic':
       return { resultJson: toJson(value) };

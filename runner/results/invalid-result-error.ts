@@ -13,6 +13,7 @@ export function isRecord(v: unknown): v is Record<string, unknown> {
 
 export function describeType(v: unknown): string {
   if (v === null) return 'null';
+  if (v === undefined) return 'nothing';
   if (Array.isArray(v)) return 'an array';
   if (v instanceof Uint8Array) return 'binary data';
   return typeof v === 'object' ? 'an object' : `a ${typeof v}`;

@@ -66,7 +66,18 @@ function normaliseItem(item: unknown, path: string): Record<string, unknown> {
 }
 
 /** ISO-8601 date or date-time; a date-time without an offset is taken as UTC. */
-const ISO_8601 = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
+const ISO_8601 =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-](\d{2}):?(\d{2}))?)?$/;
+
+/** Date.parse rolls "2024-02-30" over to 1 March: check the calendar fields themselves. */
+function isRealDateTime(m: RegExpExecArray): boolean {
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth) return false;
+  if (m[4] !== undefined && (Number(m[4]) > 23 || Number(m[5]) > 59 || Number(m[6] ?? 0) > 59)) return false;
+  if (m[8] !== undefined && (Number(m[8]) > 23 || Number(m[9]) > 59)) return false;
+  return true;
+}
 
 /** Dates arrive as ISO strings (a guest Date serialises through toJSON) or epoch milliseconds. */
 export function normaliseDate(v: unknown, path: string): string {
@@ -75,7 +86,9 @@ export function normaliseDate(v: unknown, path: string): string {
     if (!Number.isFinite(v)) fail(path, 'must be a finite epoch-milliseconds number');
     ms = v;
   } else if (typeof v === 'string') {
-    if (!ISO_8601.test(v)) fail(path, `must be an ISO-8601 date, a Date or epoch milliseconds, got "${v.slice(0, 40)}"`);
+    const m = ISO_8601.exec(v);
+    if (!m) fail(path, `must be an ISO-8601 date, a Date or epoch milliseconds, got "${v.slice(0, 40)}"`);
+    if (!isRealDateTime(m)) fail(path, `is not a real calendar date: "${v.slice(0, 40)}"`);
     const hasTime = v.length > 10;
     const hasZone = /(?:Z|[+-]\d{2}:?\d{2})$/.test(v);
     ms = Date.parse(hasTime && !hasZone ? `${v.replace(' ', 'T')}Z` : v.replace(' ', 'T'));

@@ -1,12 +1,10 @@
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle } from 'quickjs-emscripten';
-import { GuestFacingError } from './host-functions.js';
+import type { BuiltinConfig, BuiltinContext } from '../builtins/index.js';
+import { GuestFacingError } from './guest-facing-error.js';
 import type { LogBuffer } from './log-buffer.js';
 import type { Redact } from './redactor.js';
 
-/** Turns a host value into a fresh guest handle (owned by the caller). */
-export type ToGuest<T> = (ctx: QuickJSContext, value: T) => QuickJSHandle;
-
-const toUndefined: ToGuest<unknown> = (ctx) => ctx.undefined;
+const CANCEL_POLL_MS = 50;
 
 /**
  * The host-side state of one sandbox call: its deadline, cancellation, the host work the guest is
@@ -24,6 +22,8 @@ export class CallState {
   cancelled = false;
   closed = false;
   hostFault: unknown;
+  /** What the ld.* built-ins see of this call. */
+  readonly builtins: BuiltinContext;
   private wake: (() => void) | undefined;
 
   constructor(
@@ -31,8 +31,18 @@ export class CallState {
     readonly deadline: number,
     readonly logs: LogBuffer,
     readonly redact: Redact,
+    builtinConfig: BuiltinConfig,
     private readonly externallyCancelled: () => boolean = () => false,
-  ) {}
+  ) {
+    this.builtins = {
+      signal: this.signal,
+      deadline,
+      redact,
+      config: builtinConfig,
+      counters: { requests: 0 },
+      log: (message) => logs.info(message),
+    };
+  }
 
   /** True once the call must stop running guest code (the QuickJS interrupt handler asks this). */
   shouldInterrupt(): boolean {
@@ -58,10 +68,14 @@ export class CallState {
     this.hostFault ??= err;
   }
 
-  /** Resolves when host work completed, the deadline passed or the call was cancelled. */
+  /**
+   * Resolves when host work completed, the deadline passed, the call was cancelled, or after at most
+   * `CANCEL_POLL_MS`: the cancel flag is also polled, because the worker's wake-up from the main
+   * thread (Atomics.waitAsync) was seen to lag by seconds on a loaded machine.
+   */
   nextWake(): Promise<void> {
     return new Promise<void>((resolve) => {
-      const ms = Math.max(0, this.deadline - performance.now()) + 1;
+      const ms = Math.min(CANCEL_POLL_MS, Math.max(0, this.deadline - performance.now()) + 1);
       const timer = setTimeout(() => done(), ms);
       const done = () => {
         clearTimeout(timer);
@@ -73,10 +87,16 @@ export class CallState {
   }
 
   /**
-   * Starts host work for the guest and returns the guest promise for its result. A rejection with a
-   * GuestFacingError shows its (redacted) message to the guest; any other rejection a generic one.
+   * Starts host work for the guest and returns the guest promise for its result. `toGuest` turns the
+   * value into a guest handle; `onError`, when given, turns a failure into a guest value the promise
+   * resolves with (the prelude throws it as a real guest error); without it the promise rejects with a
+   * plain error. Late completions after the call ended are dropped.
    */
-  hostAsync<T>(work: (signal: AbortSignal) => Promise<T>, toGuest: ToGuest<T> = toUndefined): QuickJSHandle {
+  hostAsync<T>(
+    work: (signal: AbortSignal) => Promise<T>,
+    toGuest: (value: T) => QuickJSHandle = () => this.ctx.undefined,
+    onError?: (err: unknown) => QuickJSHandle,
+  ): QuickJSHandle {
     const ctx = this.ctx;
     const deferred = ctx.newPromise();
     this.deferreds.add(deferred);
@@ -92,15 +112,27 @@ export class CallState {
         this.wake?.();
       }
     };
-    work(this.signal).then(
+    let started: Promise<T>;
+    try {
+      started = work(this.signal);
+    } catch (err) {
+      started = Promise.reject(err);
+    }
+    started.then(
       (value) =>
         settle(() => {
-          const h = toGuest(ctx, value);
+          const h = toGuest(value);
           deferred.resolve(h);
           h.dispose();
         }),
       (err: unknown) =>
         settle(() => {
+          if (onError) {
+            const h = onError(err);
+            deferred.resolve(h);
+            h.dispose();
+            return;
+          }
           const facing = err instanceof GuestFacingError;
           if (!facing) this.noteHostFault(err);
           const h = ctx.newError({

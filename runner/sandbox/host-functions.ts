@@ -1,104 +1,83 @@
-import type { QuickJSContext, QuickJSHandle, VmCallResult } from 'quickjs-emscripten';
+import type { QuickJSContext, QuickJSHandle } from 'quickjs-emscripten';
+import type { BuiltinTable } from '../builtins/index.js';
 import type { CallState } from './call-state.js';
+import { newGuestSuccess, parseWithBinaries, stringifyWithBinaries } from './data-crossing.js';
+import { GuestFacingError } from './guest-facing-error.js';
 import type { CallSlot } from './prepare-sandbox.js';
 
 /**
- * The host side of the sandbox's built-ins. Each function here is called from guest code with guest
- * handles; it copies what it needs out as plain data, does its work on the host, and hands back fresh
- * guest values. A host exception never crosses as is: quickjs-emscripten would copy its message and
- * host stack into the guest, so every failure becomes a new guest error with a clean message.
+ * The host side of the bridge the guest prelude calls: `invoke(name, json, binaries)` for synchronous
+ * built-ins and `invokeAsync(...)` for those that return a promise. Arguments are copied out of the
+ * guest as data, the built-in runs on the host, and its result goes back as data in a fresh guest
+ * value: `[true, json, binaries]`, or `[false, errorName, message]` for a failure, which the prelude
+ * throws as a real guest error. A host exception never crosses as is: quickjs-emscripten would copy
+ * its message and host stack into the guest.
  */
-
-/** A failure meant for user code: its message is shown to the guest as is (after redaction). */
-export class GuestFacingError extends Error {
-  constructor(
-    readonly guestName: 'TypeError' | 'RangeError' | 'Error',
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-type HostImpl = (ctx: QuickJSContext, call: CallState, args: QuickJSHandle[]) => QuickJSHandle | undefined;
-
-/** Wraps a host implementation so that no host error or host stack reaches the guest. */
-function guarded(ctx: QuickJSContext, slot: CallSlot, impl: HostImpl) {
-  return (...args: QuickJSHandle[]): QuickJSHandle | VmCallResult<QuickJSHandle> | undefined => {
-    const call = slot.call;
-    // Only user code calls these, and it runs only while a call holds the context.
-    if (call === undefined || call.closed) return { error: ctx.newError({ name: 'Error', message: 'the sandbox call has ended' }) };
-    try {
-      return impl(ctx, call, args);
-    } catch (err) {
-      const facing = err instanceof GuestFacingError;
-      const handle = ctx.newError({
-        name: facing ? err.guestName : 'Error',
-        message: facing ? call.redact(err.message) : 'internal error in a sandbox built-in',
-      });
-      if (!facing) call.noteHostFault(err);
-      return { error: handle };
-    }
-  };
-}
-
-function stringArg(ctx: QuickJSContext, args: QuickJSHandle[], fn: string): string {
-  const h = args[0];
-  if (h === undefined) throw new GuestFacingError('TypeError', `${fn} takes 1 argument`);
-  const type = ctx.typeof(h);
-  if (type === 'string') return ctx.getString(h);
-  if (type === 'number' || type === 'boolean' || type === 'undefined') return String(ctx.dump(h));
-  if (ctx.sameValue(h, ctx.null)) return 'null';
-  throw new GuestFacingError('TypeError', `${fn} takes a string, got ${type}`);
-}
-
-const LATIN1 = /^[\u0000-\u00ff]*$/;
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/;
-
-function btoa(ctx: QuickJSContext, _call: CallState, args: QuickJSHandle[]): QuickJSHandle {
-  const s = stringArg(ctx, args, 'btoa');
-  if (!LATIN1.test(s)) throw new GuestFacingError('TypeError', 'btoa: the string has characters outside Latin-1 (encode it first)');
-  return ctx.newString(Buffer.from(s, 'latin1').toString('base64'));
-}
-
-function atob(ctx: QuickJSContext, _call: CallState, args: QuickJSHandle[]): QuickJSHandle {
-  const s = stringArg(ctx, args, 'atob').replace(/[\t\n\f\r ]+/g, '');
-  if (!BASE64.test(s)) throw new GuestFacingError('TypeError', 'atob: the string is not valid base64');
-  return ctx.newString(Buffer.from(s, 'base64').toString('latin1'));
-}
-
-function log(ctx: QuickJSContext, call: CallState, args: QuickJSHandle[]): undefined {
-  const h = args[0];
-  if (h !== undefined && ctx.typeof(h) === 'string') call.logs.info(ctx.getString(h));
-  return undefined;
-}
-
-function wait(ctx: QuickJSContext, call: CallState, args: QuickJSHandle[]): QuickJSHandle {
-  const h = args[0];
-  const ms = h !== undefined && ctx.typeof(h) === 'number' ? ctx.getNumber(h) : NaN;
-  if (!(ms >= 0 && ms <= 30000)) {
-    const shown = h === undefined ? 'nothing' : ctx.typeof(h) === 'number' ? String(ms) : `a ${ctx.typeof(h)}`;
-    throw new GuestFacingError('RangeError', `ld.wait(ms) takes a number from 0 to 30000, got ${shown}`);
-  }
-  return call.hostAsync(
-    (signal) =>
-      new Promise<undefined>((resolve, reject) => {
-        const timer = setTimeout(() => resolve(undefined), ms);
-        signal.addEventListener('abort', () => {
-          clearTimeout(timer);
-          reject(signal.reason);
-        }, { once: true });
-      }),
-  );
-}
-
-/** Creates the object of host functions handed to the guest prelude (`h` there). */
-export function createHostFunctions(ctx: QuickJSContext, slot: CallSlot): QuickJSHandle {
+export function createHostFunctions(ctx: QuickJSContext, slot: CallSlot, table: BuiltinTable): QuickJSHandle {
   const h = ctx.newObject();
-  const impls: Record<string, HostImpl> = { log, wait, atob, btoa };
-  for (const [name, impl] of Object.entries(impls)) {
-    const fn = ctx.newFunction(name, guarded(ctx, slot, impl));
-    ctx.setProp(h, name, fn);
-    fn.dispose();
-  }
+  ctx.newFunction('invoke', (...args) => bridged(ctx, slot, args, (call, name, input) => {
+    const fn = table.sync[name];
+    if (!fn) return failure(ctx, call, new GuestFacingError('TypeError', `unknown built-in ${name}`));
+    try {
+      return success(ctx, slot, fn(input, call.builtins));
+    } catch (err) {
+      return failure(ctx, call, err);
+    }
+  })).consume((f) => ctx.setProp(h, 'invoke', f));
+  ctx.newFunction('invokeAsync', (...args) => bridged(ctx, slot, args, (call, name, input) => {
+    const fn = table.async[name];
+    if (!fn) return failure(ctx, call, new GuestFacingError('TypeError', `unknown built-in ${name}`));
+    // Argument checks run synchronously, so a refused call throws at once in the guest, as the spec's
+    // ld.wait does; the work itself is awaited.
+    let work: Promise<unknown>;
+    try {
+      work = fn(input, call.builtins);
+    } catch (err) {
+      return failure(ctx, call, err);
+    }
+    return call.hostAsync(
+      () => work,
+      (value) => success(ctx, slot, value),
+      (err) => failure(ctx, call, err),
+    );
+  })).consume((f) => ctx.setProp(h, 'invokeAsync', f));
   return h;
+}
+
+type BridgeBody = (call: CallState, name: string, input: unknown[]) => QuickJSHandle;
+
+function bridged(ctx: QuickJSContext, slot: CallSlot, args: QuickJSHandle[], body: BridgeBody): QuickJSHandle {
+  const call = slot.call;
+  // Only user code calls the bridge, and it runs only while a call holds the context.
+  if (call === undefined || call.closed) return errorPair(ctx, 'Error', 'the sandbox call has ended');
+  const [nameH, jsonH, binsH] = args;
+  if (!nameH || !jsonH || !binsH) return errorPair(ctx, 'TypeError', 'bad built-in call');
+  const name = ctx.getString(nameH);
+  const binaries: Uint8Array[] = [];
+  const n = ctx.getProp(binsH, 'length').consume((l) => ctx.getNumber(l));
+  for (let i = 0; i < n; i++) {
+    ctx.getProp(binsH, i).consume((ab) => ctx.getArrayBuffer(ab).consume((view) => binaries.push(view.value.slice())));
+  }
+  const input = parseWithBinaries(ctx.getString(jsonH), slot.token, binaries);
+  return body(call, name, Array.isArray(input) ? input : []);
+}
+
+function success(ctx: QuickJSContext, slot: CallSlot, value: unknown): QuickJSHandle {
+  const { json, binaries } = stringifyWithBinaries(value, slot.token);
+  return newGuestSuccess(ctx, json, binaries);
+}
+
+function failure(ctx: QuickJSContext, call: CallState, err: unknown): QuickJSHandle {
+  if (err instanceof GuestFacingError) return errorPair(ctx, err.guestName, call.redact(err.message));
+  call.noteHostFault(err);
+  return errorPair(ctx, 'Error', 'internal error in a sandbox built-in');
+}
+
+function errorPair(ctx: QuickJSContext, name: string, message: string): QuickJSHandle {
+  const pair = ctx.newArray();
+  ctx.setProp(pair, 0, ctx.false);
+  ctx.newString(name).consume((h) => ctx.setProp(pair, 1, h));
+  // Messages cross as C strings: a NUL would cut them.
+  ctx.newString(message.replace(/\u0000/g, '\uFFFD')).consume((h) => ctx.setProp(pair, 2, h));
+  return pair;
 }

@@ -1,6 +1,8 @@
 import type { Redact } from './redactor.js';
 import type { SandboxLog } from './types.js';
 
+const TRUNCATED = ' [truncated]';
+
 /**
  * The call's logs, bounded: past `maxEntries` or `maxChars` further entries are dropped and one
  * warning entry says how many. Logs may be truncated; results never are.
@@ -17,6 +19,8 @@ export class LogBuffer {
   ) {}
 
   info(message: string): void {
+    // One line longer than the whole budget is cut (and marked) rather than dropped.
+    if (message.length > this.maxChars) message = `${message.slice(0, Math.max(0, this.maxChars - TRUNCATED.length))}${TRUNCATED}`;
     if (this.dropped > 0 || this.entries.length >= this.maxEntries || this.chars + message.length > this.maxChars) {
       this.dropped++;
       return;

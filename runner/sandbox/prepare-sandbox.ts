@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from 'quickjs-emscripten';
+import { BUILTINS, GUEST_BINDINGS } from '../builtins/index.js';
 import type { CallState } from './call-state.js';
 import { GUEST_PRELUDE } from './guest-prelude.js';
 import { createHostFunctions } from './host-functions.js';
@@ -10,7 +12,16 @@ export class SandboxInternalError extends Error {}
 /** Which call a prepared context serves; host functions read it when the guest calls them. */
 export interface CallSlot {
   call: CallState | undefined;
+  /**
+   * Marks binary values in data crossing the boundary (see data-crossing.ts). Random per sandbox and
+   * never visible to user code, so user data cannot forge a marker; free of NUL, since strings cross
+   * into QuickJS as C strings.
+   */
+  readonly token: string;
 }
+
+/** The bindings, as the prelude reads them: serialised once per process. */
+const BINDINGS_JSON = JSON.stringify(GUEST_BINDINGS);
 
 /**
  * A fresh, hardened QuickJS runtime + context that no code but the prelude has run in. It is made
@@ -41,16 +52,16 @@ export function prepareSandbox(cm: CappedModule, maxStackBytes: number): Prepare
     // the WASM corrupts the runtime.
     rt.setMaxStackSize(maxStackBytes);
     ctx = rt.newContext();
-    const slot: CallSlot = { call: undefined };
+    const slot: CallSlot = { call: undefined, token: `ldbox:bytes:${randomBytes(12).toString('base64url')}` };
     const prelude = ctx.evalCode(GUEST_PRELUDE, 'ldbox:prelude', { type: 'global', strict: true });
     if (prelude.error) {
       owned.push(prelude.error);
       throw new SandboxInternalError(`prelude failed: ${JSON.stringify(ctx.dump(prelude.error))}`);
     }
     owned.push(prelude.value);
-    const host = createHostFunctions(ctx, slot);
-    owned.push(host);
-    const installed = ctx.callFunction(prelude.value, ctx.undefined, host);
+    const args = [createHostFunctions(ctx, slot, BUILTINS), ctx.newString(slot.token), ctx.newString(BINDINGS_JSON)];
+    owned.push(...args);
+    const installed = ctx.callFunction(prelude.value, ctx.undefined, ...args);
     if (installed.error) {
       owned.push(installed.error);
       throw new SandboxInternalError(`prelude install failed: ${JSON.stringify(ctx.dump(installed.error))}`);

@@ -1,7 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from 'quickjs-emscripten';
 import { InvalidResultError, validateResult } from '../results/index.js';
+import type { BuiltinConfig } from '../builtins/index.js';
 import { CallState } from './call-state.js';
+import { readGuestPair } from './data-crossing.js';
 import { LogBuffer } from './log-buffer.js';
 import { disposeSandbox, type PreparedSandbox, prepareSandbox, SandboxInternalError } from './prepare-sandbox.js';
 import { createRedactor } from './redactor.js';
@@ -19,6 +20,8 @@ export interface SandboxLimits {
   maxLogChars: number;
   /** QuickJS stack limit; must stay well inside the thread's V8 stack (see the notes on stack limits). */
   maxStackBytes: number;
+  /** Settings of the ld.* built-ins. */
+  builtins: BuiltinConfig;
 }
 
 /**
@@ -64,7 +67,7 @@ export async function runSandbox(
     sb = takePrepared(cm) ?? prepareSandbox(cm, limits.maxStackBytes);
     const { rt, ctx } = sb;
     rt.setMemoryLimit(req.memoryBytes);
-    call = new CallState(ctx, started + req.timeoutMs, logs, redact, cancel?.isCancelled);
+    call = new CallState(ctx, started + req.timeoutMs, logs, redact, limits.builtins, cancel?.isCancelled);
     const state = call;
     sb.slot.call = state;
     rt.setInterruptHandler(() => state.shouldInterrupt());
@@ -91,7 +94,7 @@ export async function runSandbox(
       if (settled.handle) owned.push(settled.handle);
       error = outcomeError(settled, ctx, state, sb.explain, redact, req);
       if (!error && settled.handle) {
-        const out = readResult(ctx, state, sb.serialize, settled.handle, req, limits, owned);
+        const out = readResult(ctx, state, sb.serialize, sb.slot.token, settled.handle, req, limits, owned);
         if ('error' in out) error = out.error;
         else result = out;
       }
@@ -232,7 +235,8 @@ function describeError(
     r.error.dispose();
     if (call.timedOut()) return timeoutError(req);
   } else {
-    const parts = ctx.dump(r.value) as unknown;
+    // The prelude returns JSON text: strings cross as C strings, and a NUL in a message would cut it.
+    const parts = JSON.parse(ctx.getString(r.value)) as unknown;
     r.value.dispose();
     if (Array.isArray(parts) && parts.length === 3) [name, message, stack] = parts.map(String) as [string, string, string];
   }
@@ -251,15 +255,13 @@ function readResult(
   ctx: QuickJSContext,
   call: CallState,
   serialize: QuickJSHandle,
+  token: string,
   value: QuickJSHandle,
   req: SandboxRequest,
   limits: SandboxLimits,
   owned: QuickJSHandle[],
 ): ResultParts | { error: SandboxError } {
-  // Marks binary values in the serialised result; random per call so that user data cannot forge one
-  // (and free of NUL: strings cross into QuickJS as C strings).
-  const token = `ldbox:bytes:${randomBytes(12).toString('base64url')}`;
-  const args = track(owned, [ctx.newString(token), ctx.newNumber(limits.maxResultBytes)]);
+  const args = track(owned, [ctx.newNumber(limits.maxResultBytes)]);
   const r = ctx.callFunction(serialize, ctx.undefined, value, ...args);
   if (r.error) {
     const d = ctx.dump(r.error) as { name?: string; message?: string };
@@ -277,14 +279,7 @@ function readResult(
   }
   const pair = r.value;
   try {
-    const json = ctx.getProp(pair, 0).consume((h) => ctx.getString(h));
-    const binaries: Uint8Array[] = [];
-    ctx.getProp(pair, 1).consume((list) => {
-      const n = ctx.getProp(list, 'length').consume((h) => ctx.getNumber(h));
-      for (let i = 0; i < n; i++) {
-        ctx.getProp(list, i).consume((ab) => ctx.getArrayBuffer(ab).consume((view) => binaries.push(view.value.slice())));
-      }
-    });
+    const { json, binaries } = readGuestPair(ctx, pair);
     try {
       return validateResult(req.resultKind, json, token, binaries);
     } catch (err) {

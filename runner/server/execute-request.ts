@@ -55,8 +55,9 @@ export function toSandboxRequest(req: ExecuteRequest, config: RunnerConfig, dead
   const input: JsonObject = req.input ?? {};
   const auth: JsonObject = req.auth ?? {};
   const dataJson = JSON.stringify({ input, auth });
-  if (dataJson.length > config.maxInputBytes) {
-    throw invalid(`input and auth are ${dataJson.length} bytes of JSON, over the limit of ${config.maxInputBytes} bytes`);
+  const dataBytes = Buffer.byteLength(dataJson, 'utf8');
+  if (dataBytes > config.maxInputBytes) {
+    throw invalid(`input and auth are ${dataBytes} bytes of JSON, over the limit of ${config.maxInputBytes} bytes`);
   }
   return {
     requestId: req.requestId || randomUUID(),

@@ -7,6 +7,7 @@ import { Health } from '../../src/gen/grpc/health/v1/health_pb.js';
 import type { Logger } from '../../src/logging/logger.js';
 import { createRunnerPool, type RunnerPool } from '../pool/index.js';
 import { bearerAuth } from './bearer-auth.js';
+import { withSpecGrpcMessage } from './grpc-message-encoding.js';
 import { createHealthStatus, registerHealthService, type HealthStatus } from './health-service.js';
 import { registerReflectionService } from './reflection-service.js';
 import { registerRunnerService } from './runner-service.js';
@@ -42,7 +43,7 @@ export async function startRunnerServer(config: RunnerConfig, log: Logger): Prom
       registerReflectionService(router, [file_ldbox_runner_v1_runner]);
     },
   });
-  const server = http2.createServer(handler);
+  const server = http2.createServer(withSpecGrpcMessage(handler));
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on('session', (s) => {
     sessions.add(s);

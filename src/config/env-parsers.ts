@@ -35,3 +35,13 @@ export function hostSetting(env: Env, name: string, fallback: string): string {
   if (!/^[A-Za-z0-9.:\-[\]]+$/.test(raw)) throw new ConfigError(`${name} must be a host name or IP address, got "${raw}"`);
   return raw;
 }
+
+/** A comma-separated list; blanks are ignored. */
+export function listSetting(env: Env, name: string): string[] {
+  const raw = env[name];
+  if (raw === undefined) return [];
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}

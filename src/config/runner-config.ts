@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
-import { ConfigError, type Env, hostSetting, intSetting, optionalSecret } from './env-parsers.js';
+import type { BuiltinConfig } from '../../runner/builtins/index.js';
+import { ConfigError, type Env, hostSetting, intSetting, listSetting, optionalSecret } from './env-parsers.js';
 
 const MiB = 1024 * 1024;
 
@@ -37,6 +38,8 @@ export interface PoolConfig {
   workerHeapMb: number;
   /** A WASM module whose memory grew past this is replaced after the call (WASM memory never shrinks). */
   recycleAboveBytes: number;
+  /** Settings of the ld.* built-ins. */
+  builtins: BuiltinConfig;
 }
 
 /**
@@ -78,6 +81,11 @@ export function loadRunnerConfig(env: Env): RunnerConfig {
       maxLogChars: intSetting(env, 'LDBOX_MAX_LOG_BYTES', 1 * MiB, 1024, 64 * MiB),
       workerHeapMb: intSetting(env, 'LDBOX_WORKER_HEAP_MB', 512, 64, 16_384),
       recycleAboveBytes: intSetting(env, 'LDBOX_RECYCLE_ABOVE_MB', 32, 16, 4096) * MiB,
+      builtins: {
+        egressAllow: listSetting(env, 'LDBOX_EGRESS_ALLOW'),
+        maxResponseBytes: intSetting(env, 'LDBOX_MAX_RESPONSE_BYTES', 32 * MiB, 1024, 1024 * MiB),
+        maxRequestsPerCall: intSetting(env, 'LDBOX_MAX_REQUESTS_PER_CALL', 100, 1, 100_000),
+      },
     },
   };
 }
