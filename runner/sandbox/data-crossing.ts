@@ -8,13 +8,24 @@ import type { QuickJSContext, QuickJSHandle } from 'quickjs-emscripten';
  * as own data properties, so a `__proto__` key stays data on either side.
  */
 
-/** Parses guest-serialised JSON, putting the binary values back as Uint8Array. */
+/**
+ * A FormData built in the sandbox: its entries as appended, `[name, value]` or
+ * `[name, base64Content, fileName]` (values are strings or bytes). Checked by the built-in that uses it.
+ */
+export class GuestFormData {
+  constructor(readonly entries: unknown[]) {}
+}
+
+/** Parses guest-serialised JSON, putting the binary values back as Uint8Array (and FormData as GuestFormData). */
 export function parseWithBinaries(json: string, token: string, binaries: readonly Uint8Array[]): unknown {
+  const formKey = `${token}:form`;
   return JSON.parse(json, (_key, v: unknown) => {
     if (typeof v === 'object' && v !== null && !Array.isArray(v)) {
       const rec = v as Record<string, unknown>;
       const index = rec[token];
       if (Object.keys(rec).length === 1) {
+        const form = rec[formKey];
+        if (Array.isArray(form)) return new GuestFormData(form);
         if (typeof index === 'number') return binaries[index] ?? new Uint8Array(0);
         // NaN and ±Infinity, which JSON has no syntax for.
         if (index === 'NaN' || index === 'Infinity' || index === '-Infinity') return Number(index);

@@ -43,6 +43,7 @@ for (const E of [Error, TE, RE, SyntaxError, ReferenceError, EvalError, URIError
 const enc = (v) => {
   const bins = [];
   const json = stringify(v, (k, x) => {
+    if (x !== null && typeof x === 'object' && forms.has(x)) return { [tok + ':form']: forms.get(x) };
     if (x instanceof AB) { bins.push(x); return { [tok]: bins.length - 1 }; }
     if (isView(x)) { bins.push(call(slice, x.buffer, x.byteOffset, x.byteOffset + x.byteLength)); return { [tok]: bins.length - 1 }; }
     if (typeof x === 'bigint') throw new TE('a BigInt cannot leave the sandbox (at key "' + k + '"): convert it to a string or a number');
@@ -59,6 +60,19 @@ const dec = (r) => {
 };
 const toJson = (t) => { try { return parse(t); } catch (e) { return undefined; } };
 const named = (n, f) => { def(f, 'name', { value: n }); return freeze(f); };
+// Spec "ld.request": a FormData built here is sent as multipart/form-data. Its entries stay out of
+// reach of user code (a WeakMap), and cross to the host as a marked list.
+const forms = new WeakMap();
+const FormData = named('FormData', class FormData {
+  constructor() { forms.set(this, []); }
+  append(name, value, fileName) {
+    const e = forms.get(this);
+    if (!e) throw new TE('FormData.append called on a non-FormData');
+    if (arguments.length < 2) throw new TE('FormData.append takes (name, value) or (name, base64Content, fileName)');
+    e.push(fileName === undefined ? [String(name), value instanceof AB || isView(value) ? value : String(value)] : [String(name), value, String(fileName)]);
+  }
+});
+freeze(FormData.prototype);
 const bind = (b) => b.mode === 'sync'
   ? named(b.guest, function (...a) { const e = enc(a); return dec(h.invoke(b.host, e[0], e[1])); })
   // A built-in that refuses its arguments throws at once (a failure tuple instead of a promise).
@@ -91,6 +105,7 @@ const data = {};
 fixed(g, 'data', data);
 fixed(g, 'ld', freeze(ld));
 fixed(g, 'Buffer', freeze({ from }));
+fixed(g, 'FormData', FormData);
 freeze(g);
 const setData = (json, logLimit) => { const d = parse(json); data.input = d.input; data.auth = d.auth; maxLog = logLimit; };
 const serialize = (value, maxResult) => {
