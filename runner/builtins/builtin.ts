@@ -53,3 +53,10 @@ export interface GuestBinding {
   mode: 'sync' | 'async' | 'http';
   global?: boolean;
 }
+
+/** One area's built-ins (utilities, HTTP, formats, ...): its host functions and how the guest sees them. */
+export interface BuiltinModule {
+  sync?: Readonly<Record<string, SyncBuiltin>>;
+  async?: Readonly<Record<string, AsyncBuiltin>>;
+  bindings: readonly GuestBinding[];
+}

@@ -1,5 +1,5 @@
 import { GuestFacingError } from '../sandbox/guest-facing-error.js';
-import type { AsyncBuiltin, SyncBuiltin } from './builtin.js';
+import type { AsyncBuiltin, BuiltinModule, SyncBuiltin } from './builtin.js';
 
 /** Spec "Utilities": ld.log, ld.wait, atob, btoa (Buffer.from lives in the guest prelude). */
 
@@ -58,3 +58,13 @@ function describe(v: unknown): string {
   if (Array.isArray(v)) return 'an array';
   return `a ${typeof v}`;
 }
+
+export const UTILITIES: BuiltinModule = {
+  sync: { log, atob, btoa },
+  async: { wait },
+  bindings: [
+    { guest: 'wait', host: 'wait', mode: 'async' },
+    { guest: 'atob', host: 'atob', mode: 'sync', global: true },
+    { guest: 'btoa', host: 'btoa', mode: 'sync', global: true },
+  ],
+};
