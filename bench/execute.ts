@@ -8,6 +8,7 @@
  *   B  runSandbox in-process: the production sandbox (prelude, hardening, limits) on a WasmModulePool module;
  *   P  the runner's worker pool called directly (Piscina, no RPC) — separates pool cost from RPC cost;
  *   G  the gRPC path: startRunnerServer + the canonical @grpc/grpc-js client, one channel, N calls in flight;
+ *   H  grpc.health.v1 Check through the same server and client: the RPC layer alone, no pool, no sandbox;
  *   C  the same server through a Connect-protocol client (HTTP/2).
  * A and B are single-threaded; their "×2" rows are the ideal for this 2-core machine. The goal line
  * compares the gRPC path with those. Note that the clients of G and C run on the server's main thread
@@ -23,6 +24,7 @@ import { newQuickJSWASMModuleFromVariant, newVariant, RELEASE_SYNC, type QuickJS
 import { availableParallelism, cpus } from 'node:os';
 import { loadRunnerConfig } from '../src/config/runner-config.js';
 import { silentLogger } from '../src/logging/logger.js';
+import { DEFAULT_BUILTIN_CONFIG } from '../runner/builtins/index.js';
 import {
   type ExecuteRequest,
   ExecuteRequestSchema,
@@ -30,6 +32,7 @@ import {
   ExecuteResponseSchema,
   RunnerService,
 } from '../src/gen/ldbox/runner/v1/runner_pb.js';
+import { HealthCheckRequestSchema, HealthCheckResponseSchema, Health } from '../src/gen/grpc/health/v1/health_pb.js';
 import { startRunnerServer } from '../runner/server/runner-server.js';
 import { capBytesFor, runSandbox, WasmModulePool, type SandboxLimits, type SandboxRequest } from '../runner/sandbox/index.js';
 import { cpuSince, cpuSnapshot, type CpuReport } from './lib/cpu.js';
@@ -44,7 +47,10 @@ const RPC_MS = ms(4000);
 const GRPC_CONCURRENCY = [8, 32];
 const CONNECT_CONCURRENCY = 8;
 const POOL_CONCURRENCY = 8;
+const HEALTH_CONCURRENCY = 8;
 const CALL_DEADLINE_MS = 10_000;
+/** A phase during which other processes used more CPU than this (in cores) is flagged as disturbed. */
+const FOREIGN_WARN_CORES = 0.15;
 const STACK_BYTES = 256 * 1024; // main thread: V8's stack is ~1 MB, QuickJS must stay well inside it
 const MEMORY_BYTES = 64 << 20;
 
@@ -122,6 +128,11 @@ function fmt(n: number | undefined, digits: number): string {
   return n === undefined || Number.isNaN(n) ? '-' : n.toFixed(digits);
 }
 
+/** CPU time per call in µs, from a CPU share (cores) and a call rate. */
+function perCallUs(cores: number | undefined, callsPerSec: number): number | undefined {
+  return cores === undefined || callsPerSec <= 0 ? undefined : (cores * 1e6) / callsPerSec;
+}
+
 function pct(n: number | undefined): string {
   return n === undefined ? '-' : `${Math.round(n * 100)}%`;
 }
@@ -130,7 +141,7 @@ function formatCpu(c: CpuReport): string {
   const others = c.otherThreads.slice(0, 3).map(pct).join(' ');
   return (
     `process ${fmt(c.processCores, 2)} cores; main thread ${pct(c.mainThread)} of wall (event loop busy ${pct(c.mainElu)}); ` +
-    `busiest other threads ${others || '-'}`
+    `busiest other threads ${others || '-'}; outside this process ${fmt(c.foreignCores, 2)} cores`
   );
 }
 
@@ -189,7 +200,7 @@ async function benchBare(): Promise<Row> {
 
 // ---------------------------------------------------------------------------- B: runSandbox in-process
 
-const SANDBOX_LIMITS: SandboxLimits = { maxResultBytes: 8 << 20, maxLogEntries: 1000, maxLogChars: 1 << 20, maxStackBytes: STACK_BYTES };
+const SANDBOX_LIMITS: SandboxLimits = { maxResultBytes: 8 << 20, maxLogEntries: 1000, maxLogChars: 1 << 20, maxStackBytes: STACK_BYTES, builtins: DEFAULT_BUILTIN_CONFIG };
 const SANDBOX_REQUEST: SandboxRequest = {
   requestId: 'b',
   code: 'return 1',
@@ -307,6 +318,24 @@ async function main(): Promise<void> {
           err || !res ? reject(err ?? new Error('empty response')) : resolve(res),
         );
       });
+    // H: the RPC floor — same server, same channel, a handler that does no work.
+    const healthRequest = create(HealthCheckRequestSchema, { service: '' });
+    const healthPath = `/${Health.typeName}/Check`;
+    console.log(`\n[H] gRPC health Check (RPC layer only), @grpc/grpc-js client, ${HEALTH_CONCURRENCY} in flight`);
+    await measure('health', 'H gRPC health Check (no sandbox)', HEALTH_CONCURRENCY, POOL_MS, () =>
+      new Promise<void>((resolve, reject) => {
+        grpcClient.makeUnaryRequest(
+          healthPath,
+          (m: typeof healthRequest) => Buffer.from(toBinary(HealthCheckRequestSchema, m)),
+          (b: Buffer) => fromBinary(HealthCheckResponseSchema, b),
+          healthRequest,
+          new grpc.Metadata(),
+          { deadline: Date.now() + CALL_DEADLINE_MS },
+          (err, res) => (err || !res ? reject(err ?? new Error('empty response')) : resolve()),
+        );
+      }),
+    );
+
     for (const c of GRPC_CONCURRENCY) {
       console.log(`\n[G] gRPC, @grpc/grpc-js client, one channel, ${c} in flight`);
       grpcRows.push(await measure(`grpc_c${c}`, 'G gRPC (grpc-js)', c, RPC_MS, async (stats) => noteResponse(await grpcExecute(), stats)));
@@ -327,7 +356,7 @@ async function main(): Promise<void> {
 }
 
 function report(refA2: Row, refB2: Row, poolRow: Row | undefined, grpcRows: Row[], connectRow: Row | undefined): void {
-  const head = ['what', 'conc', 'calls/s', 'p50 ms', 'p99 ms', 'main thr', 'proc cores', 'top threads'];
+  const head = ['what', 'conc', 'calls/s', 'p50 ms', 'p99 ms', 'main thr', 'main µs/call', 'proc cores', 'proc µs/call', 'top threads', 'foreign'];
   const table: string[][] = [];
   for (const r of rows) {
     table.push([
@@ -337,8 +366,11 @@ function report(refA2: Row, refB2: Row, poolRow: Row | undefined, grpcRows: Row[
       r.derived ? '' : fmt(r.p50Ms, 3),
       r.derived ? '' : fmt(r.p99Ms, 3),
       r.cpu ? pct(r.cpu.mainThread) : '',
+      r.cpu ? fmt(perCallUs(r.cpu.mainThread, r.callsPerSec), 0) : '',
       r.cpu ? fmt(r.cpu.processCores, 2) : '',
+      r.cpu ? fmt(perCallUs(r.cpu.processCores, r.callsPerSec), 0) : '',
       r.cpu ? r.cpu.otherThreads.slice(0, 2).map(pct).join(' ') : '',
+      r.cpu ? fmt(r.cpu.foreignCores, 2) : '',
     ]);
   }
   const widths = head.map((h, i) => Math.max(h.length, ...table.map((t) => t[i]!.length)));
@@ -347,6 +379,14 @@ function report(refA2: Row, refB2: Row, poolRow: Row | undefined, grpcRows: Row[
   console.log(line(head));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const t of table) console.log(line(t));
+
+  const disturbed = rows.filter((r) => (r.cpu?.foreignCores ?? 0) > FOREIGN_WARN_CORES);
+  for (const r of disturbed) {
+    console.log(
+      `WARNING: other processes used ${fmt(r.cpu?.foreignCores, 2)} cores during "${r.label}" c=${r.concurrency}: ` +
+        'that row (and any ratio using it) is not a clean measurement on this 2-core machine',
+    );
+  }
 
   console.log('\nratios (gRPC calls/s ÷ two-thread reference):');
   const ratios: Record<string, { vsA2: number; vsB2: number }> = {};
@@ -386,13 +426,17 @@ function report(refA2: Row, refB2: Row, poolRow: Row | undefined, grpcRows: Row[
         ? {
             processCores: round(r.cpu.processCores, 3),
             mainThread: r.cpu.mainThread === undefined ? null : round(r.cpu.mainThread, 3),
+            mainThreadUsPerCall: round(perCallUs(r.cpu.mainThread, r.callsPerSec) ?? NaN, 1),
+            processUsPerCall: round(perCallUs(r.cpu.processCores, r.callsPerSec) ?? NaN, 1),
             mainEventLoopUtilization: round(r.cpu.mainElu, 3),
             otherThreads: r.cpu.otherThreads.slice(0, 4).map((x) => round(x, 3)),
+            foreignCores: r.cpu.foreignCores === undefined ? null : round(r.cpu.foreignCores, 3),
           }
         : null,
       serverMeans: r.workerWallMs === undefined ? null : { sandboxWallMs: round(r.workerWallMs, 4), queueMs: round(r.queueMs ?? NaN, 4) },
     })),
     ratios: Object.fromEntries(Object.entries(ratios).map(([k, v]) => [k, { vsRefA2: round(v.vsA2, 3), vsRefB2: round(v.vsB2, 3) }])),
+    disturbedRows: disturbed.map((r) => r.key),
     goal: best
       ? {
           text: 'gRPC path >= 0.5x the raw rate of two threads',

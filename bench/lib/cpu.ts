@@ -14,6 +14,19 @@ const TICK_MS = 10; // USER_HZ is 100 on Linux
 
 type ThreadTicks = Map<number, number>;
 
+/** Busy and total ticks of the whole machine (all cores), from /proc/stat. */
+function readMachine(): { busy: number; total: number } | undefined {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!;
+    const f = line.trim().split(/\s+/).slice(1).map(Number);
+    const total = f.slice(0, 8).reduce((a, b) => a + b, 0); // user nice system idle iowait irq softirq steal
+    const idle = (f[3] ?? 0) + (f[4] ?? 0);
+    return { busy: total - idle, total };
+  } catch {
+    return undefined;
+  }
+}
+
 function readThreads(): ThreadTicks | undefined {
   try {
     const out: ThreadTicks = new Map();
@@ -37,6 +50,7 @@ export interface CpuSnapshot {
   wall: number;
   process: NodeJS.CpuUsage;
   threads: ThreadTicks | undefined;
+  machine: { busy: number; total: number } | undefined;
   elu: EventLoopUtilization;
 }
 
@@ -49,10 +63,21 @@ export interface CpuReport {
   otherThreads: number[];
   /** The main thread's event-loop utilisation (fraction of time not idle in the loop). */
   mainElu: number;
+  /**
+   * CPU used by everything outside this process (other processes, steal), in cores: a check that the
+   * machine was quiet. Undefined off Linux.
+   */
+  foreignCores: number | undefined;
 }
 
 export function cpuSnapshot(): CpuSnapshot {
-  return { wall: performance.now(), process: process.cpuUsage(), threads: readThreads(), elu: performance.eventLoopUtilization() };
+  return {
+    wall: performance.now(),
+    process: process.cpuUsage(),
+    threads: readThreads(),
+    machine: readMachine(),
+    elu: performance.eventLoopUtilization(),
+  };
 }
 
 export function cpuSince(before: CpuSnapshot): CpuReport {
@@ -71,5 +96,11 @@ export function cpuSince(before: CpuSnapshot): CpuReport {
     }
     otherThreads.sort((a, b) => b - a);
   }
-  return { processCores, mainThread, otherThreads, mainElu: elu };
+  let foreignCores: number | undefined;
+  if (before.machine && after.machine) {
+    // /proc/stat counts busy ticks per core; its steal column is included in busy on purpose.
+    const machineCores = ((after.machine.busy - before.machine.busy) * TICK_MS) / wallMs;
+    foreignCores = Math.max(0, machineCores - processCores);
+  }
+  return { processCores, mainThread, otherThreads, mainElu: elu, foreignCores };
 }

@@ -18,16 +18,13 @@ export const wait: AsyncBuiltin = (args, ctx) => {
     const shown = args.length === 0 ? 'nothing' : typeof ms === 'number' ? String(ms) : describe(ms);
     throw new GuestFacingError('RangeError', `ld.wait(ms) takes a number from 0 to 30000, got ${shown}`);
   }
-  return new Promise((resolve, reject) => {
+  return new Promise((resolve) => {
     const timer = setTimeout(() => {
-      ctx.signal.removeEventListener('abort', onAbort);
+      unregister();
       resolve(undefined);
     }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(ctx.signal.reason);
-    };
-    ctx.signal.addEventListener('abort', onAbort, { once: true });
+    // When the call ends first, the promise is simply dropped with the call.
+    const unregister = ctx.onEnd(() => clearTimeout(timer));
   });
 };
 

@@ -1,6 +1,6 @@
 /**
- * A cancellation channel between the pool (main thread) and a task in a worker, in 4 bytes of shared
- * memory. Piscina's own abort terminates a worker whose task is running; this lets a running sandbox
+ * A cancellation channel between the pool (main thread) and a task in a worker, in shared memory: the
+ * state in the first 4 bytes, the time the worker started the task (epoch ms) in bytes 8–15. Piscina's own abort terminates a worker whose task is running; this lets a running sandbox
  * stop cleanly instead, and a queued task be skipped when a worker picks it up.
  *
  * States: QUEUED → RUNNING → DONE; QUEUED → CANCELLED (skipped when a worker picks it up);
@@ -19,7 +19,12 @@ export function isStarted(flag: Int32Array): boolean {
 }
 
 export function createCancelFlag(): Int32Array {
-  return new Int32Array(new SharedArrayBuffer(4));
+  return new Int32Array(new SharedArrayBuffer(16));
+}
+
+/** When the worker started the task (epoch ms), 0 before that. */
+export function startedAt(flag: Int32Array): number {
+  return new Float64Array(flag.buffer, 8, 1)[0]!;
 }
 
 /** Main thread: asks the task to stop, whether it is queued or running. */
@@ -34,6 +39,7 @@ export function requestCancel(flag: Int32Array): void {
  * pending wait so nothing outlives the task.
  */
 export function startTask(flag: Int32Array): { signal: AbortSignal; isCancelled: () => boolean; finish: () => void } | undefined {
+  new Float64Array(flag.buffer, 8, 1)[0] = performance.timeOrigin + performance.now();
   if (Atomics.compareExchange(flag, 0, QUEUED, RUNNING) !== QUEUED) return undefined;
   const controller = new AbortController();
   const waiting = Atomics.waitAsync(flag, 0, RUNNING);

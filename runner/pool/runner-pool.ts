@@ -1,7 +1,7 @@
 import { Piscina } from 'piscina';
 import type { PoolConfig } from '../../src/config/runner-config.js';
 import type { SandboxOutcome, SandboxRequest } from '../sandbox/index.js';
-import { createCancelFlag, isStarted, requestCancel } from './cancel-flag.js';
+import { createCancelFlag, isStarted, requestCancel, startedAt } from './cancel-flag.js';
 import { LatencyWindow } from './latency-window.js';
 import { PoolCancelledError, PoolClosedError, PoolFullError, PoolInternalError } from './pool-errors.js';
 import type { WorkerReply, WorkerSetup, WorkerTask } from './worker-task.js';
@@ -31,9 +31,20 @@ export interface RunnerPool {
   close(timeoutMs?: number): Promise<void>;
 }
 
-/** QuickJS's stack must stay well inside the worker's V8 stack (a V8 overflow corrupts the runtime). */
-const WORKER_STACK_MB = 4;
+/**
+ * QuickJS's stack must stay well inside the worker's V8 stack: every WASM frame also uses V8's stack,
+ * and recursion inside QuickJS's C code (JSON.parse of '[[[…', String() of nested arrays) overflowed a
+ * 4 MB V8 stack before QuickJS's own 1 MB check fired. A V8 overflow inside the WASM corrupts the module.
+ */
+const WORKER_STACK_MB = 32;
 const SANDBOX_STACK_BYTES = 1024 * 1024;
+/**
+ * QuickJS checks its deadline between bytecode steps only; a single long built-in call
+ * (`new Array(2e8).indexOf(1)`) can run far past it. A call still running this long after its
+ * deadline gets its worker terminated (Piscina replaces it): the only way to stop a WASM loop.
+ */
+const HARD_STOP_GRACE_MS = 1000;
+const WATCHDOG_INTERVAL_MS = 250;
 
 /**
  * The pool of sandbox workers (Piscina). Each call is a task with a shared-memory cancel flag, so a
@@ -69,14 +80,27 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
     workerData: setup,
     resourceLimits: { stackSizeMb: WORKER_STACK_MB, maxOldGenerationSizeMb: config.workerHeapMb },
   });
-  let workersCreated = 0;
-  piscina.on('workerCreate', () => workersCreated++);
+  // A worker that dies (crash, heap limit, a hard stop) is destroyed and Piscina starts another.
+  let workersReplaced = 0;
+  piscina.on('workerDestroy', () => {
+    if (!closing) workersReplaced++;
+  });
   // Piscina re-emits worker failures as 'error' when no task owns them; they must not crash the process.
   piscina.on('error', () => {});
-
-  // The cancel flag of every call not yet answered; a started flag is a call a worker holds. Piscina's queueSize misses tasks posted to a worker that has not picked them up yet
+  // Every call not yet answered, by its cancel flag; a started flag is a call a worker holds.
+  // Piscina's queueSize misses tasks posted to a worker that has not picked them up yet
   // (seen for seconds while a worker starts on a loaded machine), so "busy" is read from the flags.
-  const inFlight = new Set<Int32Array>();
+  const inFlight = new Map<Int32Array, { timeoutMs: number; hardStop: AbortController }>();
+  const watchdog = setInterval(() => {
+    const now = performance.timeOrigin + performance.now();
+    for (const [flag, call] of inFlight) {
+      const since = startedAt(flag);
+      if (isStarted(flag) && since > 0 && now > since + call.timeoutMs + HARD_STOP_GRACE_MS) {
+        call.hardStop.abort(new Error('stuck past its deadline'));
+      }
+    }
+  }, WATCHDOG_INTERVAL_MS);
+  watchdog.unref();
   let completed = 0;
   let failed = 0;
   let closing = false;
@@ -89,11 +113,24 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
     const onAbort = () => requestCancel(cancelFlag);
     signal?.addEventListener('abort', onAbort, { once: true });
     const started = performance.now();
-    inFlight.add(cancelFlag);
+    const hardStop = new AbortController();
+    inFlight.set(cancelFlag, { timeoutMs: request.timeoutMs, hardStop });
     let reply: WorkerReply;
     try {
-      reply = await piscina.run({ request, cancelFlag, submittedAt: performance.timeOrigin + performance.now() });
+      reply = await piscina.run(
+        { request, cancelFlag, submittedAt: performance.timeOrigin + performance.now() },
+        { signal: hardStop.signal },
+      );
     } catch (err) {
+      if (hardStop.signal.aborted) {
+        if (signal?.aborted) {
+          failed++;
+          throw new PoolCancelledError('the call was cancelled');
+        }
+        completed++;
+        latency.record(performance.now() - started);
+        return { outcome: stuckPastDeadline(request, performance.now() - started), queueTimeMs: 0 };
+      }
       failed++;
       if (err instanceof Error && err.message === 'Task queue is at limit') {
         throw new PoolFullError(`the runner's queue is full (${config.maxQueue} calls waiting): retry later`);
@@ -120,14 +157,14 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
     execute,
     status: () => {
       let busy = 0;
-      for (const flag of inFlight) if (isStarted(flag)) busy++;
+      for (const flag of inFlight.keys()) if (isStarted(flag)) busy++;
       return {
         workers: piscina.threads.length,
         busy,
         queued: inFlight.size - busy,
         completed,
         failed,
-        workersReplaced: Math.max(0, workersCreated - config.size),
+        workersReplaced,
         maxQueue: config.maxQueue,
         concurrentPerWorker: config.concurrentPerWorker,
         latency: latency.percentiles(),
@@ -135,6 +172,7 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
     },
     close: async (timeoutMs = 10_000) => {
       closing = true;
+      clearInterval(watchdog);
       const drained = new Promise<void>((resolve) => {
         const poll = () => (inFlight.size === 0 ? resolve() : setTimeout(poll, 20).unref());
         poll();
@@ -142,5 +180,21 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
       await Promise.race([drained, new Promise((r) => setTimeout(r, timeoutMs).unref())]);
       await piscina.destroy();
     },
+  };
+}
+
+/** The outcome of a call whose worker had to be terminated: its logs went with the worker. */
+function stuckPastDeadline(request: SandboxRequest, wallTimeMs: number): SandboxOutcome {
+  return {
+    requestId: request.requestId,
+    error: {
+      kind: 'timeout',
+      name: 'TimeoutError',
+      message: `the code ran longer than its ${request.timeoutMs} ms limit (it was stuck in a built-in and its worker was stopped)`,
+      stack: '',
+    },
+    logs: [],
+    wallTimeMs,
+    memoryUsedBytes: 0,
   };
 }

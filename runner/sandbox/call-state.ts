@@ -1,10 +1,12 @@
-import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle } from 'quickjs-emscripten';
+import type { QuickJSContext, QuickJSHandle } from 'quickjs-emscripten';
 import type { BuiltinConfig, BuiltinContext } from '../builtins/index.js';
 import { GuestFacingError } from './guest-facing-error.js';
 import type { LogBuffer } from './log-buffer.js';
 import type { Redact } from './redactor.js';
 
 const CANCEL_POLL_MS = 50;
+/** Host operations one call may have pending at once (a flood of ld.wait/ld.request promises). */
+export const MAX_PENDING_HOST_WORK = 10_000;
 
 /**
  * The host-side state of one sandbox call: its deadline, cancellation, the host work the guest is
@@ -15,13 +17,18 @@ const CANCEL_POLL_MS = 50;
  * dropped (`closed`): nothing calls into a context after its teardown began.
  */
 export class CallState {
-  readonly deferreds = new Set<QuickJSDeferredPromise>();
+  /** The guest `resolve` functions of pending host work (dup'd handles we own). */
+  private readonly pending = new Set<QuickJSHandle>();
+  /** Cleanups registered by built-ins (timers), run once when the call ends. */
+  private readonly endListeners = new Set<() => void>();
   private readonly abort = new AbortController();
   readonly signal = this.abort.signal;
   pendingHostWork = 0;
   cancelled = false;
   closed = false;
   hostFault: unknown;
+  /** Whether the sandbox's memory is at its cap (set by the runner; QuickJS then throws null). */
+  nearMemoryCap: () => boolean = () => false;
   /** What the ld.* built-ins see of this call. */
   readonly builtins: BuiltinContext;
   private wake: (() => void) | undefined;
@@ -41,6 +48,10 @@ export class CallState {
       config: builtinConfig,
       counters: { requests: 0 },
       log: (message) => logs.info(message),
+      onEnd: (listener) => {
+        this.endListeners.add(listener);
+        return () => this.endListeners.delete(listener);
+      },
     };
   }
 
@@ -87,70 +98,48 @@ export class CallState {
   }
 
   /**
-   * Starts host work for the guest and returns the guest promise for its result. `toGuest` turns the
-   * value into a guest handle; `onError`, when given, turns a failure into a guest value the promise
-   * resolves with (the prelude throws it as a real guest error); without it the promise rejects with a
-   * plain error. Late completions after the call ended are dropped.
+   * Runs host work for the guest. The guest made the promise itself and handed over its `resolve`
+   * (a handle we now own): quickjs-emscripten's own newPromise reads a view of WASM memory that the
+   * call itself may detach by growing the memory, which failed under a flood of pending calls.
+   * `resolve` is called with `toGuest(value)` or `onError(err)`; the prelude turns a failure tuple into
+   * a thrown guest error. Late completions after the call ended are dropped.
    */
   hostAsync<T>(
-    work: (signal: AbortSignal) => Promise<T>,
-    toGuest: (value: T) => QuickJSHandle = () => this.ctx.undefined,
-    onError?: (err: unknown) => QuickJSHandle,
-  ): QuickJSHandle {
-    const ctx = this.ctx;
-    const deferred = ctx.newPromise();
-    this.deferreds.add(deferred);
+    resolve: QuickJSHandle,
+    work: Promise<T>,
+    toGuest: (value: T) => QuickJSHandle,
+    onError: (err: unknown) => QuickJSHandle,
+  ): void {
+    this.pending.add(resolve);
     this.pendingHostWork++;
-    const settle = (fn: () => void) => {
+    const settle = (make: () => QuickJSHandle) => {
       this.pendingHostWork--;
       if (this.closed) return;
+      this.pending.delete(resolve);
       try {
-        fn();
+        const value = make();
+        const r = this.ctx.callFunction(resolve, this.ctx.undefined, value);
+        value.dispose();
+        if (r.error) r.error.dispose();
+        else r.value.dispose();
       } finally {
-        this.deferreds.delete(deferred);
-        deferred.dispose();
+        resolve.dispose();
         this.wake?.();
       }
     };
-    let started: Promise<T>;
-    try {
-      started = work(this.signal);
-    } catch (err) {
-      started = Promise.reject(err);
-    }
-    started.then(
-      (value) =>
-        settle(() => {
-          const h = toGuest(value);
-          deferred.resolve(h);
-          h.dispose();
-        }),
-      (err: unknown) =>
-        settle(() => {
-          if (onError) {
-            const h = onError(err);
-            deferred.resolve(h);
-            h.dispose();
-            return;
-          }
-          const facing = err instanceof GuestFacingError;
-          if (!facing) this.noteHostFault(err);
-          const h = ctx.newError({
-            name: facing ? err.guestName : 'Error',
-            message: facing ? this.redact(err.message) : 'internal error in a sandbox built-in',
-          });
-          deferred.reject(h);
-          h.dispose();
-        }),
+    work.then(
+      (value) => settle(() => toGuest(value)),
+      (err: unknown) => settle(() => onError(err)),
     );
-    return deferred.handle;
   }
 
-  /** Ends the call: cancels host work and frees every deferred the guest still holds. */
+  /** Ends the call: cancels host work and frees every handle the pending work held. */
   close(): void {
     this.closed = true;
     this.abort.abort(new Error('sandbox call ended'));
-    for (const d of this.deferreds) d.dispose();
-    this.deferreds.clear();
+    for (const listener of this.endListeners) listener();
+    this.endListeners.clear();
+    for (const h of this.pending) h.dispose();
+    this.pending.clear();
   }
 }

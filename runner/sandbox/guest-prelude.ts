@@ -25,7 +25,11 @@ export const GUEST_PRELUDE = String.raw`(function (h, tok, bindings) {
 const g = globalThis, O = Object, freeze = O.freeze, def = O.defineProperty, proto = O.getPrototypeOf;
 const TE = TypeError, RE = RangeError, AB = ArrayBuffer, U8 = Uint8Array, isView = AB.isView, stringify = JSON.stringify, parse = JSON.parse;
 const call = Function.prototype.call.bind(Function.prototype.call), slice = AB.prototype.slice;
+// instanceof is fooled by a Proxy of an ArrayBuffer; the byteLength getter only accepts the real thing.
+const abLength = O.getOwnPropertyDescriptor(AB.prototype, 'byteLength').get;
+const isAB = (x) => { if (!(x instanceof AB)) return false; try { call(abLength, x); return true; } catch (e) { return false; } };
 const fixed = (o, k, value) => def(o, k, { value, writable: false, enumerable: false, configurable: false });
+const named = (n, f) => { def(f, 'name', { value: n }); return freeze(f); };
 let maxLog = 0;
 delete g.eval;
 const noCode = function Function() { throw new TE('code generation from strings is disabled in the sandbox'); };
@@ -33,6 +37,15 @@ const fps = [proto(function () {}), proto(async function () {}), proto(function*
 for (const p of fps) fixed(p, 'constructor', noCode);
 fixed(noCode, 'prototype', fps[0]);
 fixed(g, 'Function', noCode);
+// QuickJS lets defineProperty change a non-configurable, non-writable property of the global object
+// (ld, data, Object...); these guards refuse it as the language says they must.
+const noRedefine = (k) => { throw new TE('Cannot redefine property: ' + String(k)); };
+const guard = (o, k, f) => fixed(o, k, named(k, f));
+const rdef = Reflect.defineProperty, defs = O.defineProperties;
+guard(O, 'defineProperty', function defineProperty(o, k, d) { return o === g ? noRedefine(k) : def(o, k, d); });
+guard(O, 'defineProperties', function defineProperties(o, ds) { return o === g ? noRedefine(O.keys(ds)[0]) : defs(o, ds); });
+guard(Reflect, 'defineProperty', function defineProperty(o, k, d) { return o === g ? false : rdef(o, k, d); });
+for (const k of ['__defineGetter__', '__defineSetter__']) { const f = O.prototype[k]; if (f) guard(O.prototype, k, function (n, fn) { return this === g ? noRedefine(n) : call(f, this, n, fn); }); }
 // Frozen prototypes make 'err.name = x' throw (the override mistake); these common ones get a setter
 // that defines an own property on the instance instead.
 const overridable = (o, ks) => { for (const k of ks) { const d = O.getOwnPropertyDescriptor(o, k); if (!d || !('value' in d)) continue; const v = d.value;
@@ -44,7 +57,7 @@ const enc = (v) => {
   const bins = [];
   const json = stringify(v, (k, x) => {
     if (x !== null && typeof x === 'object' && forms.has(x)) return { [tok + ':form']: forms.get(x) };
-    if (x instanceof AB) { bins.push(x); return { [tok]: bins.length - 1 }; }
+    if (isAB(x)) { bins.push(x); return { [tok]: bins.length - 1 }; }
     if (isView(x)) { bins.push(call(slice, x.buffer, x.byteOffset, x.byteOffset + x.byteLength)); return { [tok]: bins.length - 1 }; }
     if (typeof x === 'bigint') throw new TE('a BigInt cannot leave the sandbox (at key "' + k + '"): convert it to a string or a number');
     if (typeof x === 'number' && !isFinite(x) && k !== '') return { [tok]: String(x) };
@@ -59,7 +72,6 @@ const dec = (r) => {
   return parse(r[1], (k, x) => (x !== null && typeof x === 'object' && typeof x[tok] === 'number' ? bins[x[tok]] : x));
 };
 const toJson = (t) => { try { return parse(t); } catch (e) { return undefined; } };
-const named = (n, f) => { def(f, 'name', { value: n }); return freeze(f); };
 // Spec "ld.request": a FormData built here is sent as multipart/form-data. Its entries stay out of
 // reach of user code (a WeakMap), and cross to the host as a marked list.
 const forms = new WeakMap();
@@ -75,12 +87,17 @@ const FormData = named('FormData', class FormData {
 freeze(FormData.prototype);
 const bind = (b) => b.mode === 'sync'
   ? named(b.guest, function (...a) { const e = enc(a); return dec(h.invoke(b.host, e[0], e[1])); })
-  // A built-in that refuses its arguments throws at once (a failure tuple instead of a promise).
-  : named(b.guest, function (...a) { const e = enc(a), p = h.invokeAsync(b.host, e[0], e[1]); return !(p instanceof Promise) ? dec(p) : p.then(b.mode === 'http'
-    ? (r) => { r = dec(r); if (typeof r.text === 'string') r.json = toJson(r.text); return r; } : dec); });
+  // The promise is made here (not by the host). A built-in that refuses its arguments answers at once
+  // with a failure tuple, thrown here; otherwise it calls resolve with a tuple later.
+  : named(b.guest, function (...a) {
+    const e = enc(a); let r;
+    const p = new Promise((res) => { r = h.invokeAsync(b.host, e[0], e[1], res); });
+    if (r !== undefined) return dec(r);
+    return p.then(b.mode === 'http' ? (x) => { x = dec(x); if (typeof x.text === 'string') x.json = toJson(x.text); return x; } : dec);
+  });
 const from = named('from', function (x) {
   if (arguments.length !== 1) throw new TE('Buffer.from takes exactly one argument: an Array, Uint8Array or ArrayBuffer');
-  if (x instanceof AB) return new U8(call(slice, x, 0));
+  if (isAB(x)) return new U8(call(slice, x, 0));
   if (x instanceof U8 || Array.isArray(x)) return new U8(x);
   throw new TE('Buffer.from takes an Array, Uint8Array or ArrayBuffer, got ' + (x === null ? 'null' : typeof x) + (typeof x === 'string' ? ' (use atob for base64)' : ''));
 });

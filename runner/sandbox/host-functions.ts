@@ -1,13 +1,14 @@
 import type { QuickJSContext, QuickJSHandle } from 'quickjs-emscripten';
 import type { BuiltinTable } from '../builtins/index.js';
-import type { CallState } from './call-state.js';
+import { type CallState, MAX_PENDING_HOST_WORK } from './call-state.js';
 import { newGuestSuccess, parseWithBinaries, stringifyWithBinaries } from './data-crossing.js';
 import { GuestFacingError } from './guest-facing-error.js';
 import type { CallSlot } from './prepare-sandbox.js';
 
 /**
  * The host side of the bridge the guest prelude calls: `invoke(name, json, binaries)` for synchronous
- * built-ins and `invokeAsync(...)` for those that return a promise. Arguments are copied out of the
+ * built-ins and `invokeAsync(name, json, binaries, resolve)` for those that return a promise (the
+ * guest makes the promise and passes its resolve). Arguments are copied out of the
  * guest as data, the built-in runs on the host, and its result goes back as data in a fresh guest
  * value: `[true, json, binaries]`, or `[false, errorName, message]` for a failure, which the prelude
  * throws as a real guest error. A host exception never crosses as is: quickjs-emscripten would copy
@@ -26,20 +27,26 @@ export function createHostFunctions(ctx: QuickJSContext, slot: CallSlot, table: 
   })).consume((f) => ctx.setProp(h, 'invoke', f));
   ctx.newFunction('invokeAsync', (...args) => bridged(ctx, slot, args, (call, name, input) => {
     const fn = table.async[name];
-    if (!fn) return failure(ctx, call, new GuestFacingError('TypeError', `unknown built-in ${name}`));
+    const resolve = args[3];
+    if (!fn || !resolve) return failure(ctx, call, new GuestFacingError('TypeError', `unknown built-in ${name}`));
+    if (call.pendingHostWork >= MAX_PENDING_HOST_WORK) {
+      return failure(ctx, call, new GuestFacingError('RangeError', `too many pending ld.* calls (at most ${MAX_PENDING_HOST_WORK})`));
+    }
     // Argument checks run synchronously, so a refused call throws at once in the guest, as the spec's
-    // ld.wait does; the work itself is awaited.
+    // ld.wait does; the work itself is awaited. Returning nothing tells the prelude the work started.
     let work: Promise<unknown>;
     try {
       work = fn(input, call.builtins);
     } catch (err) {
       return failure(ctx, call, err);
     }
-    return call.hostAsync(
-      () => work,
+    call.hostAsync(
+      resolve.dup(),
+      work,
       (value) => success(ctx, slot, value),
       (err) => failure(ctx, call, err),
     );
+    return ctx.undefined;
   })).consume((f) => ctx.setProp(h, 'invokeAsync', f));
   return h;
 }

@@ -69,6 +69,7 @@ export async function runSandbox(
     rt.setMemoryLimit(req.memoryBytes);
     call = new CallState(ctx, started + req.timeoutMs, logs, redact, limits.builtins, cancel?.isCancelled);
     const state = call;
+    state.nearMemoryCap = () => cm.memory.buffer.byteLength >= cm.capBytes - 4 * 1024 * 1024;
     sb.slot.call = state;
     rt.setInterruptHandler(() => state.shouldInterrupt());
     if (cancel?.signal.aborted) state.cancel();
@@ -211,6 +212,13 @@ function memoryError(req: SandboxRequest): SandboxError {
   };
 }
 
+/** Error messages are bounded like logs: a client's default gRPC message limit is 4 MiB. */
+const MAX_ERROR_MESSAGE_CHARS = 64 * 1024;
+
+function capped(s: string, max: number): string {
+  return s.length <= max ? s : `${s.slice(0, max)} [truncated]`;
+}
+
 function isOutOfMemory(e: { message?: unknown; name?: unknown } | undefined): boolean {
   return typeof e === 'object' && e !== null && e.message === 'out of memory';
 }
@@ -241,13 +249,20 @@ function describeError(
     if (Array.isArray(parts) && parts.length === 3) [name, message, stack] = parts.map(String) as [string, string, string];
   }
   if (name === 'InternalError' && message === 'out of memory') return memoryError(req);
+  // When QuickJS cannot even allocate the out-of-memory error it throws null.
+  if (name === 'Error' && message === 'Uncaught null' && call.nearMemoryCap()) return memoryError(req);
   if (name === 'InternalError' && message === 'interrupted' && call.timedOut()) return timeoutError(req);
   // evalCode fails for a syntax error, but also when parsing itself runs out of memory or stack.
   const finalKind: UserErrorKind = kind === 'syntax' && name !== 'SyntaxError' ? 'thrown' : kind;
   const userLines = countLines(req.code);
   const shownStack = userStack(stack, userLines);
   if (finalKind === 'syntax' && shownStack === '') message += ' (at the end of the code)';
-  return { kind: finalKind, name, message: redact(message), stack: redact(shownStack) };
+  return {
+    kind: finalKind,
+    name: redact(capped(name, 200)),
+    message: redact(capped(message, MAX_ERROR_MESSAGE_CHARS)),
+    stack: redact(shownStack),
+  };
 }
 
 /** Serialises the returned value inside the guest (under the deadline), copies it out and validates its shape. */
@@ -303,6 +318,11 @@ function classifyTrap(cm: CappedModule, err: unknown, req: SandboxRequest): Sand
   cm.broken = true;
   const nearCap = cm.memory.buffer.byteLength >= cm.capBytes - 1024 * 1024;
   if (nearCap) return memoryError(req);
+  // Deep recursion inside QuickJS's own C code (JSON.parse of '[[[[…', String() of a nested array) can
+  // exhaust the thread's V8 stack before QuickJS's stack check fires: the user's code did that.
+  if (err instanceof RangeError && /call stack/i.test(err.message)) {
+    return { kind: 'thrown', name: 'InternalError', message: 'stack overflow (the data is nested too deeply)', stack: '' };
+  }
   return undefined;
 }
 
