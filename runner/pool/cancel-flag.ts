@@ -1,6 +1,7 @@
 /**
  * A cancellation channel between the pool (main thread) and a task in a worker, in shared memory: the
- * state in the first 4 bytes, the time the worker started the task (epoch ms) in bytes 8–15. Piscina's own abort terminates a worker whose task is running; this lets a running sandbox
+ * state (int32 at 0), the thread id of the worker that took the task (int32 at 4) and when it started
+ * the task (float64 epoch ms at 8). Piscina's own abort terminates a worker whose task is running; this lets a running sandbox
  * stop cleanly instead, and a queued task be skipped when a worker picks it up.
  *
  * States: QUEUED → RUNNING → DONE; QUEUED → CANCELLED (skipped when a worker picks it up);
@@ -22,6 +23,11 @@ export function createCancelFlag(): Int32Array {
   return new Int32Array(new SharedArrayBuffer(16));
 }
 
+/** The thread id of the worker running the task, 0 before it started. */
+export function runningOn(flag: Int32Array): number {
+  return Atomics.load(flag, 1);
+}
+
 /** When the worker started the task (epoch ms), 0 before that. */
 export function startedAt(flag: Int32Array): number {
   return new Float64Array(flag.buffer, 8, 1)[0]!;
@@ -38,8 +44,12 @@ export function requestCancel(flag: Int32Array): void {
  * `undefined` when it was cancelled while still queued. Call `finish()` when the task ends: it wakes the
  * pending wait so nothing outlives the task.
  */
-export function startTask(flag: Int32Array): { signal: AbortSignal; isCancelled: () => boolean; finish: () => void } | undefined {
+export function startTask(
+  flag: Int32Array,
+  threadId: number,
+): { signal: AbortSignal; isCancelled: () => boolean; finish: () => void } | undefined {
   new Float64Array(flag.buffer, 8, 1)[0] = performance.timeOrigin + performance.now();
+  Atomics.store(flag, 1, threadId);
   if (Atomics.compareExchange(flag, 0, QUEUED, RUNNING) !== QUEUED) return undefined;
   const controller = new AbortController();
   const waiting = Atomics.waitAsync(flag, 0, RUNNING);

@@ -1,7 +1,7 @@
 import { Piscina } from 'piscina';
 import type { PoolConfig } from '../../src/config/runner-config.js';
 import type { SandboxOutcome, SandboxRequest } from '../sandbox/index.js';
-import { createCancelFlag, isStarted, requestCancel, startedAt } from './cancel-flag.js';
+import { createCancelFlag, isStarted, requestCancel, runningOn, startedAt } from './cancel-flag.js';
 import { LatencyWindow } from './latency-window.js';
 import { PoolCancelledError, PoolClosedError, PoolFullError, PoolInternalError } from './pool-errors.js';
 import type { WorkerReply, WorkerSetup, WorkerTask } from './worker-task.js';
@@ -41,7 +41,9 @@ const SANDBOX_STACK_BYTES = 1024 * 1024;
 /**
  * QuickJS checks its deadline between bytecode steps only; a single long built-in call
  * (`new Array(2e8).indexOf(1)`) can run far past it. A call still running this long after its
- * deadline gets its worker terminated (Piscina replaces it): the only way to stop a WASM loop.
+ * deadline gets its worker terminated (Piscina replaces it): the only way to stop a WASM loop. The
+ * worker is found by the thread id the task recorded; Piscina's own abort signal is not used because
+ * Piscina gives no further tasks to a worker running an abortable one (no concurrency per worker).
  */
 const HARD_STOP_GRACE_MS = 1000;
 const WATCHDOG_INTERVAL_MS = 250;
@@ -90,14 +92,16 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
   // Every call not yet answered, by its cancel flag; a started flag is a call a worker holds.
   // Piscina's queueSize misses tasks posted to a worker that has not picked them up yet
   // (seen for seconds while a worker starts on a loaded machine), so "busy" is read from the flags.
-  const inFlight = new Map<Int32Array, { timeoutMs: number; hardStop: AbortController }>();
+  const inFlight = new Map<Int32Array, { timeoutMs: number; hardStopped: boolean }>();
   const watchdog = setInterval(() => {
     const now = performance.timeOrigin + performance.now();
     for (const [flag, call] of inFlight) {
       const since = startedAt(flag);
-      if (isStarted(flag) && since > 0 && now > since + call.timeoutMs + HARD_STOP_GRACE_MS) {
-        call.hardStop.abort(new Error('stuck past its deadline'));
-      }
+      if (call.hardStopped || !isStarted(flag) || since === 0 || now <= since + call.timeoutMs + HARD_STOP_GRACE_MS) continue;
+      const worker = piscina.threads.find((w) => w.threadId === runningOn(flag));
+      if (!worker) continue;
+      call.hardStopped = true;
+      void worker.terminate();
     }
   }, WATCHDOG_INTERVAL_MS);
   watchdog.unref();
@@ -113,16 +117,13 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
     const onAbort = () => requestCancel(cancelFlag);
     signal?.addEventListener('abort', onAbort, { once: true });
     const started = performance.now();
-    const hardStop = new AbortController();
-    inFlight.set(cancelFlag, { timeoutMs: request.timeoutMs, hardStop });
+    const entry = { timeoutMs: request.timeoutMs, hardStopped: false };
+    inFlight.set(cancelFlag, entry);
     let reply: WorkerReply;
     try {
-      reply = await piscina.run(
-        { request, cancelFlag, submittedAt: performance.timeOrigin + performance.now() },
-        { signal: hardStop.signal },
-      );
+      reply = await piscina.run({ request, cancelFlag, submittedAt: performance.timeOrigin + performance.now() });
     } catch (err) {
-      if (hardStop.signal.aborted) {
+      if (entry.hardStopped) {
         if (signal?.aborted) {
           failed++;
           throw new PoolCancelledError('the call was cancelled');

@@ -3,6 +3,7 @@
  * (the memory cap is per module), reused across calls until it grows or breaks. While the worker is
  * idle, each kept module prepares the fresh sandbox of its next call (see prepareAhead).
  */
+import { threadId } from 'node:worker_threads';
 import { workerData } from 'piscina';
 import { type CappedModule, prepareAhead, runSandbox, SandboxCancelledError, WasmModulePool } from '../sandbox/index.js';
 import { startTask } from './cancel-flag.js';
@@ -25,7 +26,7 @@ void modules.acquire(setup.defaultMemoryBytes).then((cm) => {
 
 export default async function runTask(task: WorkerTask): Promise<WorkerReply> {
   const queueTimeMs = Math.max(0, performance.timeOrigin + performance.now() - task.submittedAt);
-  const started = startTask(task.cancelFlag);
+  const started = startTask(task.cancelFlag, threadId);
   if (!started) return { status: 'cancelled' };
   const cm = await modules.acquire(task.request.memoryBytes);
   try {

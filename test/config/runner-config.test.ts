@@ -45,6 +45,7 @@ t.test('defaults', async (t) => {
       maxLogChars: 1 * MiB,
       workerHeapMb: 512,
       recycleAboveBytes: 32 * MiB,
+      builtins: { egressAllow: [], maxResponseBytes: 32 * MiB, maxRequestsPerCall: 100 },
     },
     'pool defaults',
   );
@@ -128,6 +129,8 @@ t.test('ranges', async (t) => {
     ['LDBOX_MAX_LOG_BYTES', '1023', 'LDBOX_MAX_LOG_BYTES must be from 1024 to 67108864, got 1023'],
     ['LDBOX_WORKER_HEAP_MB', '63', 'LDBOX_WORKER_HEAP_MB must be from 64 to 16384, got 63'],
     ['LDBOX_RECYCLE_ABOVE_MB', '15', 'LDBOX_RECYCLE_ABOVE_MB must be from 16 to 4096, got 15'],
+    ['LDBOX_MAX_RESPONSE_BYTES', '1023', 'LDBOX_MAX_RESPONSE_BYTES must be from 1024 to 1073741824, got 1023'],
+    ['LDBOX_MAX_REQUESTS_PER_CALL', '0', 'LDBOX_MAX_REQUESTS_PER_CALL must be from 1 to 100000, got 0'],
   ];
   for (const [name, value, message] of cases) {
     const err = configError({ [name]: value });
@@ -183,4 +186,13 @@ t.test('host', async (t) => {
     configError({ LDBOX_RUNNER_HOST: 'http://x' })?.message,
     'LDBOX_RUNNER_HOST must be a host name or IP address, got "http://x"',
   );
+});
+
+t.test('LDBOX_EGRESS_ALLOW is a comma-separated list', async (t) => {
+  t.same(loadRunnerConfig({ LDBOX_EGRESS_ALLOW: ' api.example.com, 10.0.0.0/8 ,,*.internal ' }).pool.builtins.egressAllow, [
+    'api.example.com',
+    '10.0.0.0/8',
+    '*.internal',
+  ]);
+  t.same(loadRunnerConfig({}).pool.builtins.egressAllow, []);
 });
