@@ -1,5 +1,9 @@
 import type { BuiltinModule, BuiltinTable, GuestBinding } from './builtin.js';
+import { CLOUD } from './cloud/cloud-request.js';
+import { HTTP, sendRequest } from './http/index.js';
 import { UTILITIES } from './utilities.js';
+import { RS256 } from './crypto/rs256.js';
+import { SQL_CHECKS } from './sql/sql-checks.js';
 
 export type { BuiltinConfig, BuiltinContext, BuiltinModule, BuiltinTable, GuestBinding } from './builtin.js';
 export { DEFAULT_BUILTIN_CONFIG } from './builtin.js';
@@ -7,6 +11,10 @@ export { DEFAULT_BUILTIN_CONFIG } from './builtin.js';
 /** Every area's built-ins (spec "Sandbox functions"); ld.log lives in the prelude on top of `log`. */
 const MODULES: readonly BuiltinModule[] = [
   UTILITIES,
+  HTTP,
+  CLOUD(sendRequest),
+  SQL_CHECKS,
+  RS256,
 ];
 
 /** Every host built-in, by the name the guest bridge calls it with. */

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import type { BuiltinConfig } from '../../runner/builtins/index.js';
+import { EgressConfigError, EgressGuard } from '../../runner/builtins/http/egress-guard.js';
 import { ConfigError, type Env, hostSetting, intSetting, listSetting, optionalSecret } from './env-parsers.js';
 
 const MiB = 1024 * 1024;
@@ -82,10 +83,22 @@ export function loadRunnerConfig(env: Env): RunnerConfig {
       workerHeapMb: intSetting(env, 'LDBOX_WORKER_HEAP_MB', 512, 64, 16_384),
       recycleAboveBytes: intSetting(env, 'LDBOX_RECYCLE_ABOVE_MB', 32, 16, 4096) * MiB,
       builtins: {
-        egressAllow: listSetting(env, 'LDBOX_EGRESS_ALLOW'),
+        egressAllow: egressAllowSetting(env),
         maxResponseBytes: intSetting(env, 'LDBOX_MAX_RESPONSE_BYTES', 32 * MiB, 1024, 1024 * MiB),
         maxRequestsPerCall: intSetting(env, 'LDBOX_MAX_REQUESTS_PER_CALL', 100, 1, 100_000),
       },
     },
   };
+}
+
+/** LDBOX_EGRESS_ALLOW: hosts (`api.example.com`, `*.example.com`), IPs and CIDRs, comma-separated. */
+function egressAllowSetting(env: Env): string[] {
+  const list = listSetting(env, 'LDBOX_EGRESS_ALLOW');
+  try {
+    new EgressGuard(list);
+  } catch (err) {
+    if (err instanceof EgressConfigError) throw new ConfigError(err.message);
+    throw err;
+  }
+  return list;
 }

@@ -195,4 +195,8 @@ t.test('LDBOX_EGRESS_ALLOW is a comma-separated list', async (t) => {
     '*.internal',
   ]);
   t.same(loadRunnerConfig({}).pool.builtins.egressAllow, []);
+  t.throws(() => loadRunnerConfig({ LDBOX_EGRESS_ALLOW: 'api.example.com, not a host!' }), {
+    name: 'ConfigError',
+    message: 'LDBOX_EGRESS_ALLOW: "not a host!" is not a host name, *.suffix, IP address or CIDR',
+  });
 });
