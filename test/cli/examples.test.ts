@@ -1,0 +1,73 @@
+/**
+ * The README's integration examples, run with `ldbox run` against a local API (loopback only, opened
+ * to the egress guard with LDBOX_EGRESS_ALLOW): Bearer auth, Basic auth and a file download.
+ */
+import { execFile } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+
+const BIN = fileURLToPath(new URL('../../../bin/ldbox.js', import.meta.url));
+const example = (name: string) => fileURLToPath(new URL(`../../../examples/${name}`, import.meta.url));
+
+const seen: { url: string; authorization: string | undefined }[] = [];
+const api = http.createServer((req, res) => {
+  seen.push({ url: req.url ?? '', authorization: req.headers.authorization });
+  if (req.url?.startsWith('/items') && req.headers.authorization === 'Bearer tok-abcdef') {
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ items: [{ id: 1, title: 'one' }, { id: 2, title: 'two' }] }));
+  } else if (req.url === '/files/42' && req.headers.authorization === `Basic ${Buffer.from('me:pa55word').toString('base64')}`) {
+    res.setHeader('content-type', 'application/pdf');
+    res.end(Buffer.from([0x25, 0x50, 0x44, 0x46]));
+  } else {
+    res.statusCode = 401;
+    res.end('no');
+  }
+});
+await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve));
+const base = `http://127.0.0.1:${(api.address() as AddressInfo).port}`;
+t.teardown(() => new Promise<void>((resolve) => api.close(() => resolve())));
+
+function ldbox(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, LDBOX_EGRESS_ALLOW: '127.0.0.1' } }, (err, stdout, stderr) =>
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+t.test('Bearer auth: the items, and the token redacted in the logs', async (t) => {
+  const r = await ldbox(['run', example('list-items-bearer.js'), '--input', JSON.stringify({ baseUrl: base, limit: 2 }), '--auth', '{"access_token":"tok-abcdef"}']);
+  t.equal(r.code, 0, r.stderr);
+  t.same(JSON.parse(r.stdout), [
+    { id: '1', title: 'one' },
+    { id: '2', title: 'two' },
+  ]);
+  t.equal(r.stderr, 'listed 2 items with token [REDACTED]\n');
+  t.same(seen.at(-1), { url: '/items?limit=2', authorization: 'Bearer tok-abcdef' });
+});
+
+t.test('a wrong token is an API answer the code handles', async (t) => {
+  const r = await ldbox(['run', example('list-items-bearer.js'), '--input', JSON.stringify({ baseUrl: base }), '--auth', '{"access_token":"wrong-token"}']);
+  t.equal(r.code, 0);
+  t.same(JSON.parse(r.stdout), { error: 'listing failed with status 401' });
+  t.equal(r.stderr, 'the API answered 401 no\n');
+});
+
+t.test('Basic auth download as a native download', async (t) => {
+  const input = { itemId: '42', parent: JSON.stringify({ url: base }) };
+  const r = await ldbox(['run', example('download-basic-auth.js'), '--kind', 'native-download', '--input', JSON.stringify(input), '--auth', '{"username":"me","password":"pa55word"}']);
+  t.equal(r.code, 0, r.stderr);
+  t.same(JSON.parse(r.stdout), { fileName: '42.bin', mimeType: 'application/pdf', base64: Buffer.from('%PDF').toString('base64') });
+});
+
+t.test('without the operator opening loopback, the egress guard refuses the same call', async (t) => {
+  const r = await new Promise<{ code: number; stderr: string }>((resolve) => {
+    execFile(process.execPath, [BIN, 'run', example('list-items-bearer.js'), '--input', JSON.stringify({ baseUrl: base }), '--auth', '{"access_token":"tok-abcdef"}'], { env: { ...process.env, LDBOX_EGRESS_ALLOW: '' } }, (err, _stdout, stderr) =>
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stderr }),
+    );
+  });
+  t.equal(r.code, 1);
+  t.match(r.stderr, /^Error: ld\.request refused http:\/\/127\.0\.0\.1:\d+\/items: 127\.0\.0\.1 is a loopback address/);
+});
