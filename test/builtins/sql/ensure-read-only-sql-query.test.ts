@@ -1,0 +1,167 @@
+/**
+ * ld.ensureReadOnlySqlQuery (spec "SQL checks": the trimmed query if its execution type is listing
+ * or information only; statements that modify data are rejected). A corpus across PostgreSQL, MySQL,
+ * BigQuery, Snowflake and T-SQL: reads and listings that pass, every kind of write refused with its
+ * statement type named, the tricks that hide a write (writable CTEs, SELECT INTO, EXPLAIN ANALYZE,
+ * comment and quote styles one dialect has and another has not, T-SQL statements without semicolons),
+ * and queries that cannot be proven read-only.
+ */
+import t from 'tap';
+import { ensureReadOnlySqlQuery, MAX_QUERY_LENGTH } from '../../../runner/builtins/sql/sql-checks.js';
+import { call, expected, type Row } from './sql-test-helpers.js';
+
+const ONLY = '(only SELECT, SHOW, DESCRIBE and EXPLAIN)';
+const refused = (type: string, context = '') => `ensureReadOnlySqlQuery: ${type} statements are not allowed${context} ${ONLY}`;
+const UNVERIFIED =
+  'ensureReadOnlySqlQuery: the query could not be verified as read-only: none of the supported SQL dialects (PostgreSQL, MySQL, BigQuery, Snowflake, T-SQL) could parse it';
+const IN_WITH = ', even inside a WITH clause';
+const UNDER_EXPLAIN = ', even under EXPLAIN';
+
+const CORPUS: Row[] = [
+  // Reads and listings that pass.
+  { dialect: 'PostgreSQL', why: 'parameters and casts', query: 'select a::int, b from t where c = $1', expect: true },
+  { dialect: 'PostgreSQL', why: 'a recursive CTE', query: 'WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT * FROM r', expect: true },
+  { dialect: 'PostgreSQL', why: 'DISTINCT ON and JSON operators', query: "select distinct on (user_id) data->>'name' from events order by user_id", expect: true },
+  { dialect: 'PostgreSQL', why: 'a dollar-quoted string', query: 'select $$;$$ as s', expect: true },
+  { dialect: 'PostgreSQL', why: 'EXPLAIN ANALYZE of a SELECT', query: 'EXPLAIN ANALYZE SELECT * FROM t WHERE a = 1', expect: true },
+  { dialect: 'PostgreSQL', why: 'EXPLAIN with options', query: 'EXPLAIN (ANALYZE, FORMAT JSON) SELECT 1', expect: true },
+  { dialect: 'PostgreSQL', why: 'SHOW a setting', query: 'SHOW search_path', expect: true },
+  { dialect: 'PostgreSQL', why: 'several reads', query: 'select 1; select 2;', expect: true },
+  { dialect: 'MySQL', why: 'backticks and LIMIT offset, count', query: 'SELECT `a` FROM `t` WHERE b = \'x\\\'y\' LIMIT 5, 10', expect: true },
+  { dialect: 'MySQL', why: 'SHOW CREATE TABLE lists a definition', query: 'SHOW CREATE TABLE t', expect: true },
+  { dialect: 'MySQL', why: 'SHOW FULL TABLES', query: 'SHOW FULL TABLES', expect: true },
+  { dialect: 'MySQL', why: 'DESCRIBE a table', query: 'DESCRIBE t', expect: true },
+  { dialect: 'MySQL', why: 'DESCRIBE used as EXPLAIN', query: 'describe select * from t', expect: true },
+  { dialect: 'MySQL', why: 'EXPLAIN FORMAT=JSON', query: 'EXPLAIN FORMAT=JSON SELECT * FROM t', expect: true },
+  { dialect: 'MySQL', why: 'a # comment', query: 'select * from t where a = 1 # note', expect: true },
+  { dialect: 'MySQL', why: 'the INSERT() string function', query: "select insert('abc', 1, 1, 'x')", expect: true },
+  { dialect: 'BigQuery', why: 'a backquoted path', query: 'SELECT * FROM `proj.ds.t` WHERE _PARTITIONTIME > TIMESTAMP(\'2024-01-01\')', expect: true },
+  { dialect: 'BigQuery', why: 'UNNEST', query: 'SELECT x FROM UNNEST([3, 1, 2]) AS x', expect: true },
+  { dialect: 'BigQuery', why: 'a triple-quoted string', query: "select '''a; delete from t''' as s", expect: true },
+  { dialect: 'Snowflake', why: 'a JSON path', query: 'select v:name::string from raw_json', expect: true },
+  { dialect: 'Snowflake', why: 'FLATTEN', query: "select * from table(flatten(input => parse_json('[1]')))", expect: true },
+  { dialect: 'Snowflake', why: 'DESC TABLE', query: 'DESC TABLE db.s.t', expect: true },
+  { dialect: 'Snowflake', why: 'EXPLAIN USING TEXT', query: 'EXPLAIN USING TEXT SELECT 1', expect: true },
+  { dialect: 'Snowflake', why: 'SHOW TABLES', query: "SHOW TABLES LIKE 'user%'", expect: true },
+  { dialect: 'T-SQL', why: 'TOP, brackets, a table hint', query: 'SELECT TOP 10 [a;b] FROM [dbo].[t] WITH (NOLOCK)', expect: true },
+  { dialect: 'T-SQL', why: 'OFFSET FETCH', query: 'select * from t order by a offset 5 rows fetch next 5 rows only', expect: true },
+  { dialect: 'T-SQL', why: 'CROSS APPLY', query: 'SELECT * FROM o CROSS APPLY (SELECT TOP 1 * FROM i WHERE i.o = o.id) x', expect: true },
+  { dialect: 'T-SQL', why: 'two batches of reads', query: 'select 1\nGO\nselect 2', expect: true },
+  { dialect: 'any', why: 'UNION of parenthesised SELECTs', query: '(select 1) union (select 2)', expect: true },
+  { dialect: 'any', why: 'write keywords in strings, quoted names, comments', query: "select 1 as \"delete\", 'drop table t' /* update t */ -- insert\n", expect: true },
+  { dialect: 'any', why: 'qualified names and variables that look like keywords', query: 'select t.update from t where a = @delete', expect: true },
+  { dialect: 'any', why: 'the classic UNION injection still only reads', query: "SELECT 1 FROM t WHERE a = '' OR 1=1 UNION SELECT password FROM users", expect: true },
+  // Writes, each named.
+  { dialect: 'any', why: 'INSERT', query: 'INSERT INTO t VALUES (1)', expect: refused('INSERT') },
+  { dialect: 'any', why: 'INSERT ... SELECT', query: 'insert into t select * from u', expect: refused('INSERT') },
+  { dialect: 'any', why: 'UPDATE', query: 'UPDATE t SET a = 1', expect: refused('UPDATE') },
+  { dialect: 'any', why: 'DELETE', query: 'DELETE FROM t', expect: refused('DELETE') },
+  { dialect: 'any', why: 'MERGE', query: 'MERGE INTO t USING u ON t.a = u.a WHEN MATCHED THEN DELETE', expect: refused('MERGE') },
+  { dialect: 'MySQL', why: 'REPLACE', query: 'REPLACE INTO t VALUES (1)', expect: refused('REPLACE') },
+  { dialect: 'any', why: 'CREATE', query: 'CREATE TABLE t (a int)', expect: refused('CREATE') },
+  { dialect: 'any', why: 'DROP', query: 'DROP TABLE t', expect: refused('DROP') },
+  { dialect: 'any', why: 'ALTER', query: 'ALTER TABLE t ADD b int', expect: refused('ALTER') },
+  { dialect: 'any', why: 'TRUNCATE', query: 'TRUNCATE t', expect: refused('TRUNCATE') },
+  { dialect: 'any', why: 'GRANT', query: 'GRANT SELECT ON t TO u', expect: refused('GRANT') },
+  { dialect: 'any', why: 'REVOKE', query: 'REVOKE SELECT ON t FROM u', expect: refused('REVOKE') },
+  { dialect: 'any', why: 'CALL', query: 'CALL p()', expect: refused('CALL') },
+  { dialect: 'any', why: 'a JDBC/ODBC call escape', query: '{call p()}', expect: refused('CALL') },
+  { dialect: 'T-SQL', why: 'EXEC', query: 'EXEC sp_who', expect: refused('EXEC') },
+  { dialect: 'T-SQL', why: 'a bare procedure name runs it', query: 'sp_who', expect: `ensureReadOnlySqlQuery: statements starting with SP_WHO are not allowed ${ONLY}` },
+  { dialect: 'PostgreSQL', why: 'COPY', query: "COPY t FROM '/tmp/x'", expect: refused('COPY') },
+  { dialect: 'any', why: 'SET', query: 'SET search_path = x', expect: refused('SET') },
+  { dialect: 'any', why: 'USE', query: 'USE db', expect: refused('USE') },
+  { dialect: 'any', why: 'LOCK', query: 'LOCK TABLE t', expect: refused('LOCK') },
+  { dialect: 'PostgreSQL', why: 'VACUUM', query: 'VACUUM', expect: refused('VACUUM') },
+  { dialect: 'PostgreSQL', why: 'ANALYZE', query: 'ANALYZE t', expect: refused('ANALYZE') },
+  { dialect: 'any', why: 'a transaction', query: 'BEGIN', expect: refused('BEGIN') },
+  // Writes hidden in reads.
+  { dialect: 'PostgreSQL', why: 'a writable CTE', query: 'WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d', expect: refused('DELETE', IN_WITH) },
+  { dialect: 'PostgreSQL', why: 'a writable CTE with INSERT', query: 'with n as (insert into t values (1) returning id) select id from n', expect: refused('INSERT', IN_WITH) },
+  { dialect: 'any', why: 'WITH ... DELETE', query: 'WITH x AS (SELECT 1) DELETE FROM t', expect: refused('DELETE') },
+  { dialect: 'any', why: 'WITH ... UPDATE', query: 'WITH x AS (SELECT 1) UPDATE t SET a = 1', expect: refused('UPDATE') },
+  { dialect: 'T-SQL', why: 'SELECT INTO creates a table', query: 'SELECT * INTO t2 FROM t', expect: refused('SELECT ... INTO') },
+  { dialect: 'MySQL', why: 'SELECT INTO a variable', query: 'SELECT a INTO @v FROM t', expect: refused('SELECT ... INTO') },
+  { dialect: 'MySQL', why: 'SELECT INTO OUTFILE writes a file', query: "SELECT * FROM t INTO OUTFILE '/tmp/x'", expect: refused('SELECT ... INTO') },
+  { dialect: 'any', why: 'FOR UPDATE locks rows', query: 'SELECT * FROM t FOR UPDATE', expect: refused('SELECT ... FOR UPDATE') },
+  { dialect: 'PostgreSQL', why: 'EXPLAIN ANALYZE runs the DELETE', query: 'EXPLAIN ANALYZE DELETE FROM t', expect: refused('DELETE', UNDER_EXPLAIN) },
+  { dialect: 'PostgreSQL', why: 'EXPLAIN (options) of an UPDATE', query: 'EXPLAIN (ANALYZE) UPDATE t SET a = 1', expect: refused('UPDATE', UNDER_EXPLAIN) },
+  { dialect: 'PostgreSQL', why: 'EXPLAIN ANALYZE of a writable CTE', query: 'explain analyze with d as (delete from t returning *) select * from d', expect: refused('DELETE', IN_WITH) },
+  // Injection shapes.
+  { dialect: 'any', why: 'a stacked DROP', query: 'select 1; drop table t', expect: refused('DROP') },
+  { dialect: 'any', why: 'the classic quote-breaking injection', query: "select * from t where a = '1'; drop table t; --'", expect: refused('DROP') },
+  { dialect: 'any', why: 'stacked statements behind comments', query: 'select 1 /* a */; /* b */ delete from t -- c', expect: refused('DELETE') },
+  { dialect: 'PostgreSQL', why: 'a backslash ends the string in PostgreSQL', query: "select '\\'; drop table t; --'", expect: refused('DROP') },
+  { dialect: 'PostgreSQL', why: 'a dollar quote MySQL reads as names', query: 'select $$x; drop table t; $$', expect: refused('DROP') },
+  { dialect: 'MySQL', why: '# is an operator in PostgreSQL', query: 'select 1 # x; drop table t', expect: refused('DROP') },
+  { dialect: 'MySQL', why: '--1 is not a comment in MySQL', query: 'select 1 --1; truncate t', expect: refused('TRUNCATE') },
+  { dialect: 'MySQL', why: 'MySQL runs /*! ... */', query: 'select 1 /*!; drop table t */', expect: refused('DROP') },
+  { dialect: 'MySQL', why: 'MySQL runs what comes before an unterminated quote', query: "select * from t where a = '1' /*!; DROP TABLE users */ --'", expect: refused('DROP') },
+  { dialect: 'Snowflake', why: '// is a comment in Snowflake only', query: 'select 1 // x; delete from t', expect: refused('DELETE') },
+  { dialect: 'T-SQL', why: 'nested comments hide INTO from the others', query: 'select a /* /* */ from t -- */ into t2 from t', expect: refused('SELECT ... INTO') },
+  { dialect: 'T-SQL', why: 'no semicolon needed', query: 'select 1 drop table t', expect: refused('DROP') },
+  { dialect: 'T-SQL', why: 'EXEC after a SELECT', query: "select * from t exec xp_cmdshell 'dir'", expect: refused('EXEC') },
+  { dialect: 'T-SQL', why: 'WAITFOR after a SELECT', query: "select 1 waitfor delay '0:0:10'", expect: refused('WAITFOR') },
+  { dialect: 'T-SQL', why: 'a GO line', query: 'select 1\nGO\ndrop table t', expect: refused('DROP') },
+  { dialect: 'T-SQL', why: 'a label after a separator', query: 'select 1; x: delete from t', expect: refused('DELETE') },
+  { dialect: 'any', why: 'a fullwidth semicolon is no separator, DROP is still a write', query: 'select 1；drop table t', expect: refused('DROP') },
+  { dialect: 'any', why: 'a leading comment', query: '/* read */ delete from t', expect: refused('DELETE') },
+  { dialect: 'any', why: 'a leading line comment', query: '-- select\ndelete from t', expect: refused('DELETE') },
+  // Not provable: refused.
+  { dialect: 'PostgreSQL', why: 'VALUES (no grammar parses it)', query: 'values (1), (2)', expect: UNVERIFIED },
+  { dialect: 'PostgreSQL', why: 'FOR SHARE (no grammar parses it)', query: 'select * from t for share', expect: UNVERIFIED },
+  {
+    dialect: 'any',
+    why: 'a stray string after a read',
+    query: "select 1; 'x'",
+    expect: UNVERIFIED.replace('read-only:', 'read-only (statement 2):'),
+  },
+  {
+    dialect: 'any',
+    why: 'absurd nesting is not parsed',
+    query: `select ${'('.repeat(300)}1${')'.repeat(300)}`,
+    expect: 'ensureReadOnlySqlQuery: the query could not be verified as read-only: it nests parentheses more than 256 deep',
+  },
+  { dialect: 'any', why: 'the empty string', query: '', expect: 'ensureReadOnlySqlQuery: the query is empty' },
+  { dialect: 'any', why: 'only comments', query: '-- nothing\n/* here */;', expect: 'ensureReadOnlySqlQuery: the query is empty' },
+  {
+    dialect: 'any',
+    why: 'an unterminated string',
+    query: "select 'abc",
+    expect: { name: 'SyntaxError', message: 'ensureReadOnlySqlQuery: the query is not valid SQL: it has an unterminated string literal' },
+  },
+];
+
+t.test('the corpus', async (t) => {
+  t.ok(CORPUS.length >= 40, `${CORPUS.length} queries`);
+  for (const d of ['PostgreSQL', 'MySQL', 'BigQuery', 'Snowflake', 'T-SQL'] as const) {
+    t.ok(CORPUS.filter((r) => r.dialect === d).length >= 3, `at least 3 queries written for ${d}`);
+  }
+  for (const row of CORPUS) {
+    t.same(call(ensureReadOnlySqlQuery, [row.query]), expected(row), `${row.dialect}: ${row.why}: ${JSON.stringify(row.query)}`);
+  }
+});
+
+t.test('returns exactly the trimmed query', async (t) => {
+  t.same(call(ensureReadOnlySqlQuery, ['\n  select 1; select 2;  ']), { value: 'select 1; select 2;' });
+});
+
+t.test('the argument must be a string, of bounded length', async (t) => {
+  t.same(call(ensureReadOnlySqlQuery, []), { name: 'TypeError', message: 'ensureReadOnlySqlQuery(query) takes a string, got nothing' });
+  t.same(call(ensureReadOnlySqlQuery, [undefined]), { name: 'TypeError', message: 'ensureReadOnlySqlQuery(query) takes a string, got undefined' });
+  t.same(call(ensureReadOnlySqlQuery, [true]), { name: 'TypeError', message: 'ensureReadOnlySqlQuery(query) takes a string, got a boolean' });
+  t.same(call(ensureReadOnlySqlQuery, [{}]), { name: 'TypeError', message: 'ensureReadOnlySqlQuery(query) takes a string, got an object' });
+  t.same(call(ensureReadOnlySqlQuery, ['x'.repeat(MAX_QUERY_LENGTH + 1)]), {
+    name: 'RangeError',
+    message: `ensureReadOnlySqlQuery: the query is ${MAX_QUERY_LENGTH + 1} characters long, over the limit of ${MAX_QUERY_LENGTH}`,
+  });
+});
+
+t.test('the deadline is checked between parser attempts', async (t) => {
+  const past = { deadline: performance.now() - 1 } as Parameters<typeof call>[2];
+  t.same(call(ensureReadOnlySqlQuery, ['select 1'], past), {
+    name: 'Error',
+    message: 'ensureReadOnlySqlQuery: the call ran out of time while checking the query',
+  });
+  t.same(call(ensureReadOnlySqlQuery, ['delete from t'], past), { name: 'Error', message: refused('DELETE') }, 'a write is refused without parsing');
+});
