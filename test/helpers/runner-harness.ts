@@ -4,7 +4,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { create, fromBinary, toBinary, type MessageInitShape } from '@bufbuild/protobuf';
-import { createClient, type Client } from '@connectrpc/connect';
+import { ConnectError, createClient, type Client } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect-node';
 import { loadRunnerConfig } from '../../src/config/runner-config.js';
 import {
@@ -91,3 +91,23 @@ export async function startTestRunner(env: Record<string, string> = {}): Promise
   };
 }
 
+
+/** The grpc-js ServiceError a call ends with; undefined when it succeeded. */
+export async function grpcError(p: Promise<unknown>): Promise<grpc.ServiceError | undefined> {
+  try {
+    await p;
+  } catch (err) {
+    return err as grpc.ServiceError;
+  }
+  return undefined;
+}
+
+/** The ConnectError a call ends with; undefined when it succeeded. */
+export async function connectError(p: Promise<unknown>): Promise<ConnectError | undefined> {
+  try {
+    await p;
+  } catch (err) {
+    return ConnectError.from(err);
+  }
+  return undefined;
+}

@@ -10,29 +10,11 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import * as grpc from '@grpc/grpc-js';
 import t from 'tap';
 import type { ExecuteResponse, GetPoolStatusResponse } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
-import { startTestRunner, type TestRunner } from '../helpers/runner-harness.js';
+import { startTestRunner, type TestRunner, connectError, grpcError } from '../helpers/runner-harness.js';
 
 const runner = await startTestRunner();
 t.teardown(() => runner.close());
 
-/** The grpc-js ServiceError a call ends with; undefined when it succeeded. */
-async function grpcError(p: Promise<unknown>): Promise<grpc.ServiceError | undefined> {
-  try {
-    await p;
-  } catch (err) {
-    return err as grpc.ServiceError;
-  }
-  return undefined;
-}
-
-async function connectError(p: Promise<unknown>): Promise<ConnectError | undefined> {
-  try {
-    await p;
-  } catch (err) {
-    return ConnectError.from(err);
-  }
-  return undefined;
-}
 
 /** Polls GetPoolStatus until `predicate` holds (up to `ms`); returns the last status. */
 async function eventually(

@@ -16,7 +16,7 @@ import {
   HealthCheckResponse_ServingStatus as ServingStatus,
 } from '../../src/gen/grpc/health/v1/health_pb.js';
 import { ErrorKind, type ExecuteResponse, ResultKind } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
-import { type ExecuteInit, startTestRunner, type TestRunner } from '../helpers/runner-harness.js';
+import { type ExecuteInit, startTestRunner, type TestRunner, connectError, grpcError } from '../helpers/runner-harness.js';
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
 
@@ -30,25 +30,6 @@ const runner = await startTestRunner({
 });
 t.teardown(() => runner.close());
 
-/** The grpc-js ServiceError a call ends with; undefined when it succeeded. */
-async function grpcError(p: Promise<unknown>): Promise<grpc.ServiceError | undefined> {
-  try {
-    await p;
-  } catch (err) {
-    return err as grpc.ServiceError;
-  }
-  return undefined;
-}
-
-/** The ConnectError a call ends with; undefined when it succeeded. */
-async function connectError(p: Promise<unknown>): Promise<ConnectError | undefined> {
-  try {
-    await p;
-  } catch (err) {
-    return ConnectError.from(err);
-  }
-  return undefined;
-}
 
 /** Asserts that `req` is refused with INVALID_ARGUMENT and `message`, through both clients. */
 async function refused(t: Test, req: ExecuteInit, message: string, what = '', on: TestRunner = runner): Promise<void> {
