@@ -1,0 +1,390 @@
+/**
+ * The workflow model: checks of a CreateWorkflow request (each refusal a WorkflowValidationError with an
+ * exact message naming the field), the stored record, the webhook URL, and the conversion of a record
+ * to the `ldbox.workflows.v1.Workflow` message. Secret hashes never leave the record; node `auth` values
+ * are shown redacted.
+ *
+ * Tests: test/workflows/workflow-model.test.ts.
+ */
+import { create, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
+import { type Duration, durationMs, timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { randomBytes } from 'node:crypto';
+import { LimitsSchema } from '../gen/ldbox/runner/v1/runner_pb.js';
+import {
+  AuthMethod,
+  type CreateWorkflowRequest,
+  type Node,
+  NodeSchema,
+  type Webhook,
+  WebhookSchema,
+  type Workflow,
+  WorkflowSchema,
+} from '../gen/ldbox/workflows/v1/workflows_pb.js';
+import { isExecutionId, isWorkflowId, newWebhookId, newWorkflowId } from './ids.js';
+import { formatPath, validateTemplates } from './template.js';
+import { WorkflowValidationError } from './validation-error.js';
+import {
+  createWebhookAuth,
+  previousSecretExpiry,
+  type RandomBytes,
+  resolveGracePeriodMs,
+  type WebhookAuthMethod,
+  type WebhookAuthState,
+  webhookAuthWarnings,
+} from './webhook-secret.js';
+
+const MiB = 1024 * 1024;
+
+/** Bounds of a workflow. Code, time and memory bounds default to the runner's defaults. */
+export interface WorkflowLimits {
+  /** Most nodes in a workflow. */
+  maxNodes: number;
+  /** Longest name, in characters (code points). */
+  maxNameChars: number;
+  /** Largest node `code`, in bytes of UTF-8 (the runner's LDBOX_MAX_CODE_BYTES). */
+  maxCodeBytes: number;
+  /** Largest node `input` + `auth`, in bytes of JSON (the runner's LDBOX_MAX_INPUT_BYTES). */
+  maxInputBytes: number;
+  /** Deepest nesting of objects and arrays in a node's `input` or `auth`. */
+  maxInputDepth: number;
+  /** Largest `limits.timeoutMs` (the runner's LDBOX_MAX_TIMEOUT_MS). */
+  maxTimeoutMs: number;
+  /** Smallest non-zero `limits.memoryBytes` (the runner's minimum). */
+  minMemoryBytes: number;
+  /** Largest `limits.memoryBytes` (the runner's LDBOX_MAX_MEMORY_MB). */
+  maxMemoryBytes: number;
+  /** Largest `rateLimitPerSecond`. */
+  maxRateLimitPerSecond: number;
+}
+
+export const DEFAULT_WORKFLOW_LIMITS: Readonly<WorkflowLimits> = Object.freeze({
+  maxNodes: 50,
+  maxNameChars: 200,
+  maxCodeBytes: 1 * MiB,
+  maxInputBytes: 4 * MiB,
+  maxInputDepth: 32,
+  maxTimeoutMs: 120_000,
+  minMemoryBytes: 4 * MiB,
+  maxMemoryBytes: 512 * MiB,
+  maxRateLimitPerSecond: 100_000,
+});
+
+/** One node as stored. Zero limits mean the runner's defaults. */
+export interface NodeRecord {
+  id: string;
+  code: string;
+  /** With templates, as given. */
+  input: JsonObject;
+  auth: JsonObject;
+  limits: { timeoutMs: number; memoryBytes: number };
+}
+
+/** A workflow as stored (JSON). The webhook's secret is there as hashes only. */
+export interface WorkflowRecord {
+  id: string;
+  name: string;
+  workspace: string;
+  nodes: NodeRecord[];
+  webhook: { webhookId: string; auth: WebhookAuthState };
+  /** 0 = the operator's default (LDBOX_WEBHOOK_RATE). */
+  rateLimitPerSecond: number;
+  /** ISO-8601. */
+  createdAt: string;
+}
+
+/** A checked CreateWorkflow request, before it gets ids and a secret. */
+export interface WorkflowDraft {
+  name: string;
+  workspace: string;
+  nodes: NodeRecord[];
+  authMethod: WebhookAuthMethod;
+  rateLimitPerSecond: number;
+}
+
+const WORKSPACE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+const NODE_ID = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
+const RESERVED_NODE_IDS = new Set(['__proto__', 'constructor', 'prototype']);
+// C0, DEL and C1 control characters, and the line/paragraph separators.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+
+function invalid(field: string, message: string): WorkflowValidationError {
+  return new WorkflowValidationError(field, message);
+}
+
+/** True when `s` is a valid workspace name (1 to 64 of A-Z a-z 0-9 . _ -, starting with a letter or digit). */
+export function isWorkspaceName(s: string): boolean {
+  return WORKSPACE.test(s);
+}
+
+/** Throws the refusal of a bad workspace name in `field`. */
+export function checkWorkspaceName(s: string, field = 'workspace'): void {
+  if (s === '') throw invalid(field, `${field} is required`);
+  if (!WORKSPACE.test(s)) {
+    throw invalid(field, `${field} must be 1 to 64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit, got ${JSON.stringify(s)}`);
+  }
+}
+
+/** Throws unless `s` is a workflow id; the gateway's check before any lookup. */
+export function checkWorkflowId(s: string, field = 'id'): void {
+  if (s === '') throw invalid(field, `${field} is required`);
+  if (!isWorkflowId(s)) throw invalid(field, `${field} ${JSON.stringify(s)} is not a workflow id (wf_ and 20 characters of 0-9 a-z)`);
+}
+
+/** Throws unless `s` is an execution id. */
+export function checkExecutionId(s: string, field = 'id'): void {
+  if (s === '') throw invalid(field, `${field} is required`);
+  if (!isExecutionId(s)) throw invalid(field, `${field} ${JSON.stringify(s)} is not an execution id (ex_ and 26 characters of 0-9 a-z)`);
+}
+
+/** The proto enum as the stored method; throws on a number that is not an AuthMethod. */
+export function authMethodFromProto(m: AuthMethod, field = 'authMethod'): WebhookAuthMethod {
+  switch (m) {
+    case AuthMethod.UNSPECIFIED:
+      return 'legacy';
+    case AuthMethod.NONE:
+      return 'none';
+    case AuthMethod.HEADER:
+      return 'header';
+    case AuthMethod.QUERY_PARAMETER:
+      return 'query';
+    default:
+      throw invalid(field, `${field} ${String(m)} is not a known AuthMethod`);
+  }
+}
+
+/** The stored method as the proto enum. */
+export function authMethodToProto(m: WebhookAuthMethod): AuthMethod {
+  switch (m) {
+    case 'legacy':
+      return AuthMethod.UNSPECIFIED;
+    case 'none':
+      return AuthMethod.NONE;
+    case 'header':
+      return AuthMethod.HEADER;
+    case 'query':
+      return AuthMethod.QUERY_PARAMETER;
+  }
+}
+
+/**
+ * Finds the first problem of a JSON value: nesting deeper than `maxDepth` or a number that is not finite.
+ * Returns the message, or undefined.
+ */
+function jsonProblem(v: JsonValue, field: (string | number)[], prefix: string, depth: number, maxDepth: number): string | undefined {
+  if (typeof v === 'number') return Number.isFinite(v) ? undefined : `${formatPath(field, prefix)} is ${String(v)}, not a JSON number`;
+  if (v === null || typeof v !== 'object') return undefined;
+  if (depth >= maxDepth) return `${formatPath(field, prefix)} is nested deeper than ${maxDepth} levels`;
+  const entries: [string | number, JsonValue][] = Array.isArray(v)
+    ? v.map((item, n) => [n, item])
+    : Object.keys(v).map((k) => [k, (v as JsonObject)[k] as JsonValue]);
+  for (const [key, item] of entries) {
+    field.push(key);
+    const problem = jsonProblem(item, field, prefix, depth + 1, maxDepth);
+    field.pop();
+    if (problem !== undefined) return problem;
+  }
+  return undefined;
+}
+
+function checkNode(node: Node, at: string, earlierIds: readonly string[], seen: Map<string, number>, limits: WorkflowLimits): NodeRecord {
+  if (node.id === '') throw invalid(`${at}.id`, `${at}.id is required`);
+  if (!NODE_ID.test(node.id)) {
+    throw invalid(`${at}.id`, `${at}.id must be 1 to 64 characters of A-Z a-z 0-9 _ -, starting with a letter or _, got ${JSON.stringify(node.id)}`);
+  }
+  if (RESERVED_NODE_IDS.has(node.id)) throw invalid(`${at}.id`, `${at}.id ${JSON.stringify(node.id)} is reserved`);
+  const other = seen.get(node.id);
+  if (other !== undefined) throw invalid(`${at}.id`, `${at}.id ${JSON.stringify(node.id)} is already the id of nodes[${other}]`);
+
+  if (node.code.trim() === '') throw invalid(`${at}.code`, `${at}.code is empty: send a JavaScript body that ends with \`return\``);
+  const codeBytes = Buffer.byteLength(node.code, 'utf8');
+  if (codeBytes > limits.maxCodeBytes) {
+    throw invalid(`${at}.code`, `${at}.code is ${codeBytes} bytes, over the limit of ${limits.maxCodeBytes} bytes`);
+  }
+
+  const timeoutMs = node.limits?.timeoutMs ?? 0;
+  if (timeoutMs > limits.maxTimeoutMs) {
+    throw invalid(`${at}.limits.timeoutMs`, `${at}.limits.timeoutMs must be at most ${limits.maxTimeoutMs}, got ${timeoutMs}`);
+  }
+  const memory = node.limits?.memoryBytes ?? 0n;
+  if (memory !== 0n && memory < BigInt(limits.minMemoryBytes)) {
+    throw invalid(`${at}.limits.memoryBytes`, `${at}.limits.memoryBytes must be 0 (the default) or at least ${limits.minMemoryBytes}, got ${memory}`);
+  }
+  if (memory > BigInt(limits.maxMemoryBytes)) {
+    throw invalid(`${at}.limits.memoryBytes`, `${at}.limits.memoryBytes must be at most ${limits.maxMemoryBytes}, got ${memory}`);
+  }
+
+  const input: JsonObject = node.input ?? {};
+  const auth: JsonObject = node.auth ?? {};
+  for (const [name, value] of [['input', input], ['auth', auth]] as const) {
+    const problem = jsonProblem(value, [], `${at}.${name}`, 0, limits.maxInputDepth);
+    if (problem !== undefined) throw invalid(`${at}.${name}`, problem);
+  }
+  const dataBytes = Buffer.byteLength(JSON.stringify({ input, auth }), 'utf8');
+  if (dataBytes > limits.maxInputBytes) {
+    throw invalid(`${at}.input`, `${at}.input and ${at}.auth are ${dataBytes} bytes of JSON, over the limit of ${limits.maxInputBytes} bytes`);
+  }
+  const [templateError] = validateTemplates(input, { earlierNodeIds: earlierIds, field: `${at}.input` });
+  if (templateError !== undefined) {
+    throw new WorkflowValidationError(templateError.field, `${templateError.field}: ${templateError.message}`, { cause: templateError });
+  }
+  return { id: node.id, code: node.code, input, auth, limits: { timeoutMs, memoryBytes: Number(memory) } };
+}
+
+/**
+ * Checks a CreateWorkflow request, in field order, and returns it as a draft. Throws a
+ * WorkflowValidationError whose message names the field: `name is required`,
+ * `nodes[1].id "a" is already the id of nodes[0]`,
+ * `nodes[1].input.text: {{nodes.b.output}}: node "b" does not run before this node`, ...
+ */
+export function validateCreateWorkflow(req: CreateWorkflowRequest, limits: WorkflowLimits = DEFAULT_WORKFLOW_LIMITS): WorkflowDraft {
+  const name = req.name.trim();
+  if (name === '') throw invalid('name', 'name is required');
+  const nameChars = [...name].length;
+  if (nameChars > limits.maxNameChars) throw invalid('name', `name must be at most ${limits.maxNameChars} characters, got ${nameChars}`);
+  if (CONTROL.test(name)) throw invalid('name', 'name must not contain control characters');
+
+  checkWorkspaceName(req.workspace);
+
+  if (req.nodes.length === 0) throw invalid('nodes', 'nodes must hold at least one node');
+  if (req.nodes.length > limits.maxNodes) {
+    throw invalid('nodes', `nodes holds ${req.nodes.length} nodes, over the limit of ${limits.maxNodes}`);
+  }
+  const seen = new Map<string, number>();
+  const ids: string[] = [];
+  const nodes = req.nodes.map((node, i) => {
+    const record = checkNode(node, `nodes[${i}]`, ids, seen, limits);
+    seen.set(node.id, i);
+    ids.push(node.id);
+    return record;
+  });
+
+  const authMethod = authMethodFromProto(req.webhook?.authMethod ?? AuthMethod.UNSPECIFIED, 'webhook.authMethod');
+
+  if (req.rateLimitPerSecond > limits.maxRateLimitPerSecond) {
+    throw invalid('rateLimitPerSecond', `rateLimitPerSecond must be at most ${limits.maxRateLimitPerSecond}, got ${req.rateLimitPerSecond}`);
+  }
+  return { name, workspace: req.workspace, nodes, authMethod, rateLimitPerSecond: req.rateLimitPerSecond };
+}
+
+/**
+ * A new record from a checked draft: fresh workflow and webhook ids, the creation time, and the webhook's
+ * authentication (a secret is generated unless the method is `none`). `secret` is the plaintext, for the
+ * CreateWorkflow response only.
+ */
+export function createWorkflowRecord(
+  draft: WorkflowDraft,
+  options: { now: Date; random?: RandomBytes },
+): { record: WorkflowRecord; secret: string | undefined } {
+  const random = options.random ?? randomBytes;
+  const auth = createWebhookAuth(draft.authMethod, random);
+  return {
+    record: {
+      id: newWorkflowId(random),
+      name: draft.name,
+      workspace: draft.workspace,
+      nodes: draft.nodes,
+      webhook: { webhookId: newWebhookId(random), auth: auth.state },
+      rateLimitPerSecond: draft.rateLimitPerSecond,
+      createdAt: options.now.toISOString(),
+    },
+    secret: auth.secret,
+  };
+}
+
+/**
+ * Checks LDBOX_BASE_URL: an absolute http(s) URL without credentials, query or fragment. Returns it
+ * without trailing slashes (a path prefix such as `https://example.com/ldbox` is kept).
+ */
+export function normalizeBaseUrl(raw: string, name = 'LDBOX_BASE_URL'): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new WorkflowValidationError(name, `${name} must be an absolute http or https URL, got ${JSON.stringify(raw)}`);
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') {
+    throw new WorkflowValidationError(name, `${name} must be an http or https URL without credentials, query or fragment, got ${JSON.stringify(raw)}`);
+  }
+  return url.href.replace(/\/+$/, '');
+}
+
+/** The webhook URL of a workflow: `{baseUrl}/api/hooks/workflows/<id>`. */
+export function webhookUrl(baseUrl: string, workflowId: string): string {
+  return `${baseUrl.replace(/\/+$/, '')}/api/hooks/workflows/${workflowId}`;
+}
+
+/** The marker that replaces each string value of a node's `auth` in responses (as in logs). */
+export const REDACTED = '[REDACTED]';
+
+function redactStrings(v: JsonValue): JsonValue {
+  if (typeof v === 'string') return REDACTED;
+  if (Array.isArray(v)) return v.map(redactStrings);
+  if (v !== null && typeof v === 'object') {
+    const out: JsonObject = {};
+    for (const key of Object.keys(v)) {
+      Object.defineProperty(out, key, { value: redactStrings(v[key] as JsonValue), enumerable: true, writable: true, configurable: true });
+    }
+    return out;
+  }
+  return v;
+}
+
+export interface ToProtoOptions {
+  /** LDBOX_BASE_URL, for the webhook URL. */
+  baseUrl: string;
+  /** The time against which the previous secret's grace period is judged. */
+  now: Date;
+  /** The plaintext secret, only in the response of the call that generated it. */
+  secret?: string | undefined;
+}
+
+/** The webhook of a record as the proto message; hashes never leave, the secret only when given. */
+export function toProtoWebhook(record: WorkflowRecord, options: ToProtoOptions): Webhook {
+  const auth = record.webhook.auth;
+  const previous = previousSecretExpiry(auth, options.now);
+  return create(WebhookSchema, {
+    webhookId: record.webhook.webhookId,
+    url: webhookUrl(options.baseUrl, record.id),
+    authMethod: authMethodToProto(auth.method),
+    secret: options.secret ?? '',
+    warnings: webhookAuthWarnings(auth),
+    hasSecret: auth.secretHash !== null,
+    ...(previous === undefined ? {} : { previousSecretExpiresAt: timestampFromDate(previous) }),
+  });
+}
+
+/** A record as the Workflow message: `auth` string values redacted, secret only when given. */
+export function toProtoWorkflow(record: WorkflowRecord, options: ToProtoOptions): Workflow {
+  return create(WorkflowSchema, {
+    id: record.id,
+    name: record.name,
+    workspace: record.workspace,
+    nodes: record.nodes.map((n) =>
+      create(NodeSchema, {
+        id: n.id,
+        code: n.code,
+        input: n.input,
+        auth: redactStrings(n.auth) as JsonObject,
+        limits: create(LimitsSchema, { timeoutMs: n.limits.timeoutMs, memoryBytes: BigInt(n.limits.memoryBytes) }),
+      }),
+    ),
+    webhook: toProtoWebhook(record, options),
+    rateLimitPerSecond: record.rateLimitPerSecond,
+    createdAt: timestampFromDate(new Date(record.createdAt)),
+  });
+}
+
+/** The grace period of a RotateWebhookSecret request in milliseconds (unset = 24 h); checked. */
+export function gracePeriodFromProto(d: Duration | undefined): number {
+  return resolveGracePeriodMs(d === undefined ? undefined : durationMs(d));
+}
+
+/** Page sizes of the List RPCs: 0 means the default, more than the maximum is read as the maximum. */
+export const WORKFLOW_PAGE_SIZE = Object.freeze({ default: 50, max: 500 });
+export const EXECUTION_PAGE_SIZE = Object.freeze({ default: 20, max: 100 });
+
+/** The page size to use for a request's `pageSize`. */
+export function resolvePageSize(requested: number, bounds: { default: number; max: number }): number {
+  if (requested <= 0) return bounds.default;
+  return Math.min(requested, bounds.max);
+}
