@@ -1,0 +1,249 @@
+/**
+ * The control plane: `WorkflowService` and `WorkspaceService` (proto/ldbox/workflows/v1/workflows.proto)
+ * on the gateway's HTTP/1.1 port with connect-node, so Connect JSON works with curl:
+ *
+ *   curl -H 'authorization: Bearer $LDBOX_ADMIN_TOKEN' -H 'content-type: application/json' \
+ *     -d '{"name":"n","workspace":"w","nodes":[{"id":"a","code":"return 1"}]}' \
+ *     http://127.0.0.1:8080/ldbox.workflows.v1.WorkflowService/CreateWorkflow
+ *
+ * gRPC needs HTTP/2, which this HTTP/1.1 port does not speak; gRPC-Web and Connect (JSON and binary) are
+ * served. Every call needs `Authorization: Bearer $LDBOX_ADMIN_TOKEN` (compared over SHA-256 digests in
+ * constant time) → otherwise UNAUTHENTICATED (HTTP 401).
+ *
+ * One error per failure (STYLE.md): WorkflowValidationError → INVALID_ARGUMENT with its message; unknown
+ * id → NOT_FOUND; NATS not reachable → UNAVAILABLE; a compare-and-set lost 5 times → ABORTED; anything
+ * else → INTERNAL "internal error" (the cause is logged, never sent).
+ *
+ * Read-your-writes: a call that changes a workflow returns once this gateway's workflow cache shows the
+ * change (at most {@link CACHE_WAIT_MS}), so a webhook sent right after CreateWorkflow is not a 404.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { create } from '@bufbuild/protobuf';
+import { Code, ConnectError, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
+import type { GatewayConfig } from '../src/config/gateway-config.js';
+import {
+  CreateWorkflowResponseSchema,
+  DeleteWorkflowResponseSchema,
+  GetExecutionResponseSchema,
+  GetWorkflowResponseSchema,
+  GetWorkspaceResponseSchema,
+  ListExecutionsResponseSchema,
+  ListWorkflowsResponseSchema,
+  RotateWebhookSecretResponseSchema,
+  SetWebhookAuthMethodResponseSchema,
+  SetWorkspaceBudgetResponseSchema,
+  WorkflowService,
+  WorkspaceService,
+} from '../src/gen/ldbox/workflows/v1/workflows_pb.js';
+import type { Logger } from '../src/logging/logger.js';
+import { NatsUnavailableError } from '../src/nats/connect.js';
+import type { KvCache } from '../src/nats/kv-cache.js';
+import { isStoreConflict, isStoreUnavailable } from '../src/store/store-errors.js';
+import { type ExecutionRepository, toProtoExecution } from '../src/store/execution-repository.js';
+import type { WorkflowRepository } from '../src/store/workflow-repository.js';
+import { toProtoWorkspace, type WorkspaceRepository } from '../src/store/workspace-repository.js';
+import { isWorkflowValidationError } from '../src/workflows/validation-error.js';
+import { rotateWebhookSecret, setWebhookAuthMethod } from '../src/workflows/webhook-secret.js';
+import {
+  authMethodFromProto,
+  checkExecutionId,
+  checkWorkflowId,
+  checkWorkspaceName,
+  createWorkflowRecord,
+  EXECUTION_PAGE_SIZE,
+  gracePeriodFromProto,
+  resolvePageSize,
+  toProtoWebhook,
+  toProtoWorkflow,
+  validateCreateWorkflow,
+  WORKFLOW_PAGE_SIZE,
+  type WorkflowRecord,
+} from '../src/workflows/workflow-model.js';
+
+/** Longest wait for this gateway's cache to show a change before the call returns anyway. */
+export const CACHE_WAIT_MS = 2000;
+
+export interface ControlPlaneStores {
+  workflows: WorkflowRepository;
+  executions: ExecutionRepository;
+  workspaces: WorkspaceRepository;
+  /** The server's max_payload: the largest workflow record that can be stored. */
+  maxPayload: number | undefined;
+}
+
+export interface ControlPlaneDeps {
+  config: GatewayConfig;
+  stores: () => ControlPlaneStores | undefined;
+  workflowCache: KvCache<WorkflowRecord>;
+  log: Logger;
+  now?: () => Date;
+}
+
+/** Requires `Authorization: Bearer <admin token>` on every call (constant time over digests). */
+export function adminAuth(token: string): Interceptor {
+  const expected = digest(`Bearer ${token}`);
+  return (next) => async (req) => {
+    if (!timingSafeEqual(digest(req.header.get('authorization') ?? ''), expected)) {
+      throw new ConnectError('missing or wrong admin token: send Authorization: Bearer <LDBOX_ADMIN_TOKEN>', Code.Unauthenticated);
+    }
+    return next(req);
+  };
+}
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s).digest();
+}
+
+/** Registers both services on `router`. */
+export function registerControlPlane(router: ConnectRouter, deps: ControlPlaneDeps): void {
+  const now = () => deps.now?.() ?? new Date();
+  const stores = (): ControlPlaneStores => {
+    const s = deps.stores();
+    if (!s) throw new ConnectError('NATS is not reachable: try again shortly', Code.Unavailable);
+    return s;
+  };
+  const wrap =
+    <Req, Res>(method: string, f: (req: Req) => Promise<Res>) =>
+    async (req: Req): Promise<Res> => {
+      try {
+        return await f(req);
+      } catch (err) {
+        throw toConnectError(err, method, deps.log);
+      }
+    };
+  const toProto = (record: WorkflowRecord, secret?: string) => toProtoWorkflow(record, { baseUrl: deps.config.baseUrl, now: now(), secret });
+  const cacheShows = (id: string, record: WorkflowRecord | undefined) =>
+    waitForCache(deps.workflowCache, id, (v) => (record === undefined ? v === undefined : v !== undefined && JSON.stringify(v) === JSON.stringify(record)));
+
+  router.service(WorkflowService, {
+    createWorkflow: wrap('CreateWorkflow', async (req) => {
+      const draft = validateCreateWorkflow(req);
+      const s = stores();
+      const { record, secret } = createWorkflowRecord(draft, { now: now() });
+      const size = Buffer.byteLength(JSON.stringify(record), 'utf8');
+      if (s.maxPayload !== undefined && size > s.maxPayload) {
+        throw new ConnectError(`the workflow is ${size} bytes of JSON, over the NATS max_payload of ${s.maxPayload} bytes`, Code.InvalidArgument);
+      }
+      await s.workflows.create(record);
+      await cacheShows(record.id, record);
+      deps.log.info({ workflowId: record.id, workspace: record.workspace, authMethod: record.webhook.auth.method }, 'workflow created');
+      return create(CreateWorkflowResponseSchema, { workflow: toProto(record, secret) });
+    }),
+    getWorkflow: wrap('GetWorkflow', async (req) => {
+      checkWorkflowId(req.id);
+      const record = await stores().workflows.get(req.id);
+      if (!record) throw notFound(`workflow ${req.id} not found`);
+      return create(GetWorkflowResponseSchema, { workflow: toProto(record) });
+    }),
+    listWorkflows: wrap('ListWorkflows', async (req) => {
+      if (req.workspace !== '') checkWorkspaceName(req.workspace);
+      const page = await stores().workflows.list({
+        workspace: req.workspace || undefined,
+        pageSize: resolvePageSize(req.pageSize, WORKFLOW_PAGE_SIZE),
+        pageToken: req.pageToken || undefined,
+      });
+      if (!page) throw new ConnectError('pageToken is not a token from a previous ListWorkflows call', Code.InvalidArgument);
+      return create(ListWorkflowsResponseSchema, { workflows: page.workflows.map((r) => toProto(r)), nextPageToken: page.nextPageToken });
+    }),
+    deleteWorkflow: wrap('DeleteWorkflow', async (req) => {
+      checkWorkflowId(req.id);
+      if (!(await stores().workflows.delete(req.id))) throw notFound(`workflow ${req.id} not found`);
+      await cacheShows(req.id, undefined);
+      deps.log.info({ workflowId: req.id }, 'workflow deleted');
+      return create(DeleteWorkflowResponseSchema, {});
+    }),
+    setWebhookAuthMethod: wrap('SetWebhookAuthMethod', async (req) => {
+      checkWorkflowId(req.workflowId, 'workflowId');
+      const method = authMethodFromProto(req.authMethod, 'authMethod');
+      const done = await stores().workflows.update(req.workflowId, (r) => {
+        const change = setWebhookAuthMethod(r.webhook.auth, method);
+        return { record: { ...r, webhook: { ...r.webhook, auth: change.state } }, result: change.secret };
+      });
+      if (!done) throw notFound(`workflow ${req.workflowId} not found`);
+      await cacheShows(req.workflowId, done.record);
+      deps.log.info({ workflowId: req.workflowId, authMethod: method, secretGenerated: done.result !== undefined }, 'webhook auth method set');
+      return create(SetWebhookAuthMethodResponseSchema, {
+        webhook: toProtoWebhook(done.record, { baseUrl: deps.config.baseUrl, now: now(), secret: done.result }),
+      });
+    }),
+    rotateWebhookSecret: wrap('RotateWebhookSecret', async (req) => {
+      checkWorkflowId(req.workflowId, 'workflowId');
+      const graceMs = gracePeriodFromProto(req.gracePeriod);
+      const at = now();
+      const done = await stores().workflows.update(req.workflowId, (r) => {
+        const change = rotateWebhookSecret(r.webhook.auth, { now: at, graceMs });
+        return { record: { ...r, webhook: { ...r.webhook, auth: change.state } }, result: change.secret };
+      });
+      if (!done) throw notFound(`workflow ${req.workflowId} not found`);
+      await cacheShows(req.workflowId, done.record);
+      deps.log.info({ workflowId: req.workflowId, graceMs }, 'webhook secret rotated');
+      return create(RotateWebhookSecretResponseSchema, {
+        webhook: toProtoWebhook(done.record, { baseUrl: deps.config.baseUrl, now: at, secret: done.result }),
+      });
+    }),
+    getExecution: wrap('GetExecution', async (req) => {
+      checkExecutionId(req.id);
+      const record = await stores().executions.get(req.id);
+      if (!record) throw notFound(`execution ${req.id} not found`);
+      return create(GetExecutionResponseSchema, { execution: toProtoExecution(record) });
+    }),
+    listExecutions: wrap('ListExecutions', async (req) => {
+      checkWorkflowId(req.workflowId, 'workflowId');
+      const page = await stores().executions.list(req.workflowId, {
+        pageSize: resolvePageSize(req.pageSize, EXECUTION_PAGE_SIZE),
+        pageToken: req.pageToken || undefined,
+      });
+      if (!page) throw new ConnectError('pageToken is not a token from a previous ListExecutions call', Code.InvalidArgument);
+      return create(ListExecutionsResponseSchema, { executions: page.executions.map(toProtoExecution), nextPageToken: page.nextPageToken });
+    }),
+  });
+
+  router.service(WorkspaceService, {
+    getWorkspace: wrap('GetWorkspace', async (req) => {
+      checkWorkspaceName(req.name, 'name');
+      return create(GetWorkspaceResponseSchema, { workspace: toProtoWorkspace(await stores().workspaces.get(req.name, now())) });
+    }),
+    setWorkspaceBudget: wrap('SetWorkspaceBudget', async (req) => {
+      checkWorkspaceName(req.name, 'name');
+      if (req.monthlyBudgetUnits > BigInt(Number.MAX_SAFE_INTEGER)) {
+        throw new ConnectError(`monthlyBudgetUnits must be at most ${Number.MAX_SAFE_INTEGER}, got ${req.monthlyBudgetUnits}`, Code.InvalidArgument);
+      }
+      const record = await stores().workspaces.setBudget(req.name, Number(req.monthlyBudgetUnits), now());
+      deps.log.info({ workspace: req.name, monthlyBudgetUnits: record.monthlyBudgetUnits }, 'workspace budget set');
+      return create(SetWorkspaceBudgetResponseSchema, { workspace: toProtoWorkspace(record) });
+    }),
+  });
+}
+
+function notFound(message: string): ConnectError {
+  return new ConnectError(message, Code.NotFound);
+}
+
+/** The one mapping of failures to Connect codes (see the module comment). */
+export function toConnectError(err: unknown, method: string, log: Logger): ConnectError {
+  if (err instanceof ConnectError) return err;
+  if (isWorkflowValidationError(err)) return new ConnectError(err.message, Code.InvalidArgument, undefined, undefined, err);
+  if (isStoreUnavailable(err) || err instanceof NatsUnavailableError) {
+    log.warn({ method, err: (err as Error).message }, 'control plane call failed: NATS unavailable');
+    return new ConnectError('NATS is not reachable: try again shortly', Code.Unavailable, undefined, undefined, err);
+  }
+  if (isStoreConflict(err)) return new ConnectError(err.message, Code.Aborted, undefined, undefined, err);
+  log.error({ method, err }, 'control plane call failed');
+  return new ConnectError('internal error', Code.Internal, undefined, undefined, err);
+}
+
+/** Resolves once `cache.get(id)` satisfies `ok`, or after {@link CACHE_WAIT_MS}. */
+function waitForCache<T>(cache: KvCache<T>, id: string, ok: (v: T | undefined) => boolean): Promise<void> {
+  if (cache.ready && ok(cache.get(id))) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      off();
+      resolve();
+    };
+    const timer = setTimeout(done, CACHE_WAIT_MS);
+    const off = cache.onChange((key, value) => {
+      if (key === id && ok(value)) done();
+    });
+  });
+}

@@ -1,0 +1,217 @@
+/**
+ * The gateway: one node:http (HTTP/1.1) server that routes
+ * - `/api/hooks/workflows/<id>` → the webhook route (webhook-handler.ts);
+ * - `/healthz` → 200 while the process runs; `/readyz` → 200 only when NATS is connected, the stream and
+ *   buckets are set up and the workflow and workspace caches are loaded, else 503; `/metrics` → Prometheus;
+ * - everything else → connect-node (`WorkflowService`, `WorkspaceService`; control-plane.ts), whose
+ *   unknown paths answer 404 `not_found`.
+ *
+ * It starts before NATS is up and rides out outages: the connection reconnects forever, the JOBS stream
+ * and KV buckets are (re)ensured on every (re)connect, the caches rebuild themselves, and the webhook
+ * route answers 503 meanwhile (never 202 for a job that was not stored).
+ *
+ * Access logs are one pino line per request, with the `secret` query parameter scrubbed from the URL;
+ * headers and bodies are never logged.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import type { KV } from '@nats-io/kv';
+import type { GatewayConfig } from '../src/config/gateway-config.js';
+import type { Logger } from '../src/logging/logger.js';
+import { connectNats, type ConnectNatsOptions } from '../src/nats/connect.js';
+import { JobPublisher } from '../src/nats/job-publisher.js';
+import { KvCache } from '../src/nats/kv-cache.js';
+import { checkMaxPayload, ensureJobsStream, ensureKvBuckets, KV_BUCKETS, maxJobBytes } from '../src/nats/streams.js';
+import { ExecutionRepository } from '../src/store/execution-repository.js';
+import { WorkflowRepository } from '../src/store/workflow-repository.js';
+import { ensureWorkspacesBucket, WORKSPACES_BUCKET, WorkspaceRepository, type WorkspaceRecord } from '../src/store/workspace-repository.js';
+import type { WorkflowRecord } from '../src/workflows/workflow-model.js';
+import { adminAuth, type ControlPlaneStores, registerControlPlane } from './control-plane.js';
+import { createGatewayMetrics, type RouteLabel } from './gateway-metrics.js';
+import { RateLimiter } from './rate-limiter.js';
+import { sendError, sendJson, WebhookError } from './webhook-errors.js';
+import { handleWebhook, splitTarget, WEBHOOK_PATH_PREFIX, type WebhookOutcome } from './webhook-handler.js';
+import { scrubUrl } from './webhook-payload.js';
+
+const MiB = 1024 * 1024;
+
+export interface Gateway {
+  /** The bound port (useful when the config asked for port 0). */
+  readonly port: number;
+  /** What `/readyz` answers. */
+  ready(): boolean;
+  /** Stops taking requests, lets running ones finish (up to `timeoutMs`), then drains NATS. */
+  close(timeoutMs?: number): Promise<void>;
+}
+
+export interface StartGatewayOptions {
+  /** NATS reconnect tuning (tests reconnect fast). */
+  nats?: Pick<ConnectNatsOptions, 'reconnectTimeWaitMs' | 'reconnectJitterMs' | 'connectTimeoutMs'>;
+}
+
+interface Stores extends ControlPlaneStores {
+  idempotency: KV;
+}
+
+/** Starts the gateway and resolves once it listens (NATS may still be connecting: see `ready()`). */
+export async function startGateway(configIn: GatewayConfig, log: Logger, options: StartGatewayOptions = {}): Promise<Gateway> {
+  const config = { ...configIn };
+  const metrics = createGatewayMetrics();
+  const client = connectNats(config.natsUrl, { name: 'ldbox-gateway', logger: log, ...options.nats });
+  const publisher = new JobPublisher(client, { timeoutMs: config.publishTimeoutMs });
+  const workflowCache = new KvCache<WorkflowRecord>({ client, bucket: KV_BUCKETS.workflows, logger: log });
+  const workspaceCache = new KvCache<WorkspaceRecord>({ client, bucket: WORKSPACES_BUCKET, logger: log });
+  const limiter = new RateLimiter();
+  workflowCache.onChange((id, value) => {
+    if (value === undefined) limiter.forget(id);
+  });
+
+  let stores: Stores | undefined;
+  let closing = false;
+  let settingUp = false;
+  // Ensure the stream and buckets on every (re)connect: NATS may have come back without its data.
+  const setup = async (): Promise<void> => {
+    if (settingUp) return;
+    settingUp = true;
+    try {
+      while (!closing && client.state === 'connected') {
+        try {
+          const nc = client.nc;
+          const jsm = await jetstreamManager(nc, { timeout: 3000 });
+          const maxJob = maxJobBytes(config.maxBodyBytes);
+          await ensureJobsStream(jsm, { ...config.stream, maxMsgSize: maxJob });
+          const buckets = await ensureKvBuckets(nc, jsm, { idempotencyTtlMs: config.idempotencyTtlMs, replicas: config.stream.replicas, timeoutMs: 3000 });
+          const workspaces = await ensureWorkspacesBucket(nc, jsm, { replicas: config.stream.replicas });
+          const problem = checkMaxPayload(nc, maxJob);
+          if (problem) log.error({ maxBodyBytes: config.maxBodyBytes }, `${problem}; larger webhooks are answered 413`);
+          stores = {
+            idempotency: buckets.idempotency,
+            workflows: new WorkflowRepository(buckets.workflows, buckets.webhooks),
+            executions: new ExecutionRepository(buckets.executions),
+            workspaces: new WorkspaceRepository(workspaces),
+            maxPayload: nc.info?.max_payload,
+          };
+          return;
+        } catch (err) {
+          log.warn({ err: (err as Error).message }, 'setting up the JOBS stream and KV buckets failed, retrying');
+          await new Promise((r) => setTimeout(r, 1000));
+        }
+      }
+    } finally {
+      settingUp = false;
+    }
+  };
+  client.onState((s) => {
+    metrics.setNatsConnected(s === 'connected');
+    if (s === 'connected') void setup();
+  });
+
+  const ready = () => !closing && client.isConnected && stores !== undefined && workflowCache.ready && workspaceCache.ready;
+
+  const connectHandler = connectNodeAdapter({
+    connect: true,
+    grpcWeb: true,
+    // gRPC needs HTTP/2; this port is HTTP/1.1 (see control-plane.ts).
+    grpc: false,
+    readMaxBytes: 64 * MiB,
+    interceptors: [adminAuth(config.adminToken)],
+    routes: (router) => registerControlPlane(router, { config, stores: () => stores, workflowCache, log }),
+    fallback: (_req, res) => sendError(res as http.ServerResponse, new WebhookError('not_found', 'no such route')),
+  });
+
+  const webhookDeps = {
+    config,
+    workflows: workflowCache,
+    workspaces: workspaceCache,
+    publisher,
+    stores: () => stores,
+    limiter,
+    log,
+    observeEnqueue: (s: number, outcome: string) => metrics.enqueue(s, outcome),
+  };
+
+  const server = http.createServer((req, res) => {
+    const started = performance.now();
+    const target = splitTarget(req.url ?? '/');
+    let route: RouteLabel = 'other';
+    let outcome: WebhookOutcome | undefined;
+    res.once('finish', () => {
+      metrics.request(route, res.statusCode);
+      const fields = { route, method: req.method, url: scrubUrl(req.url ?? ''), status: res.statusCode, ms: Math.round((performance.now() - started) * 10) / 10 };
+      if (route === 'webhook') log.info({ ...fields, workflowId: outcome?.workflowId, executionId: outcome?.executionId, code: outcome?.code }, 'webhook');
+      else if (route === 'control_plane' || route === 'other') log.info(fields, 'request');
+      else log.debug(fields, 'request');
+    });
+    if (target.pathname.startsWith(WEBHOOK_PATH_PREFIX)) {
+      route = 'webhook';
+      void handleWebhook(req, res, target, webhookDeps).then((o) => (outcome = o));
+      return;
+    }
+    switch (target.pathname) {
+      case '/healthz':
+        route = 'healthz';
+        sendJson(res, 200, { status: 'ok' });
+        return;
+      case '/readyz':
+        route = 'readyz';
+        sendJson(res, ready() ? 200 : 503, {
+          status: ready() ? 'ready' : 'not_ready',
+          nats: client.state,
+          streamReady: stores !== undefined,
+          workflowsLoaded: workflowCache.ready,
+          workspacesLoaded: workspaceCache.ready,
+        });
+        return;
+      case '/metrics':
+        route = 'metrics';
+        metrics.registry.metrics().then(
+          (text) => {
+            res.writeHead(200, { 'content-type': metrics.registry.contentType });
+            res.end(text);
+          },
+          (err: Error) => {
+            log.error({ err }, 'metrics failed');
+            sendError(res, new WebhookError('internal_error', 'metrics failed'));
+          },
+        );
+        return;
+    }
+    route = 'control_plane';
+    connectHandler(req, res);
+  });
+  server.headersTimeout = 20_000;
+  server.requestTimeout = 60_000;
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  if (!config.baseUrlSet) config.baseUrl = `http://127.0.0.1:${port}`;
+  log.info({ host: config.host, port, nats: config.natsUrl, baseUrl: config.baseUrl, maxBodyBytes: config.maxBodyBytes, webhookRate: config.webhookRate }, 'gateway listening');
+
+  return {
+    port,
+    ready,
+    async close(timeoutMs = 10_000) {
+      if (closing) return;
+      closing = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([closed, new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
+      clearTimeout(timer);
+      server.closeAllConnections();
+      await closed;
+      publisher.close();
+      await Promise.all([workflowCache.stop(), workspaceCache.stop()]);
+      await client.close();
+      log.info('gateway stopped');
+    },
+  };
+}

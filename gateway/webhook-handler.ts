@@ -1,0 +1,260 @@
+/**
+ * `POST /api/hooks/workflows/<id>`: the ordered handling of one webhook request (spec: "States and
+ * transitions" → the ordered handling; DESIGN.md decisions). Each step answers from the one table in
+ * webhook-errors.ts:
+ *
+ * 1. method: anything but POST → 405 with `Allow: POST`;
+ * 2. id format → 400 `invalid_workflow_id` (before any lookup);
+ * 3. the workflow, from the in-memory KvCache (no NATS round trip) → 404 `workflow_not_found`
+ *    (503 `not_ready` until the cache is first loaded);
+ * 4. the secret of the active method, constant time → 400 `missing_secret` / `invalid_secret`;
+ * 5. the workspace's spending cap → 429 `spending_cap_reached`; the workflow's token bucket → 429
+ *    `rate_limited`; both with `Retry-After`;
+ * 6. the payload: Content-Type, size (413 without reading the rest), JSON object / form, query;
+ * 7. `Idempotency-Key` claim (KV create-if-absent), then the JetStream publish awaiting the PubAck,
+ *    `Nats-Msg-Id` = execution id → 503 when not stored (never 202), 413 when too large;
+ * 8. 202 `{"executionId": "..."}`. The `queued` execution record is written afterwards, in the background.
+ *
+ * The job (subject `ldbox.jobs.<workflowId>`) is the JSON {@link WebhookJob}.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { JsonObject } from '@bufbuild/protobuf';
+import type { KV } from '@nats-io/kv';
+import type { GatewayConfig } from '../src/config/gateway-config.js';
+import type { Logger } from '../src/logging/logger.js';
+import { claimIdempotencyKey, confirmIdempotencyKey, releaseIdempotencyKey } from '../src/nats/idempotency.js';
+import type { JobPublisher, PublishFailure } from '../src/nats/job-publisher.js';
+import type { KvCache } from '../src/nats/kv-cache.js';
+import { jobSubject, JOBS_STREAM, maxJobBytes } from '../src/nats/streams.js';
+import type { ExecutionRepository } from '../src/store/execution-repository.js';
+import { spendingCapRetryAfter, type WorkspaceRecord } from '../src/store/workspace-repository.js';
+import { isWorkflowId, newExecutionId } from '../src/workflows/ids.js';
+import { authenticateWebhookRequest, WEBHOOK_SECRET_QUERY_PARAMETER } from '../src/workflows/webhook-secret.js';
+import type { WorkflowRecord } from '../src/workflows/workflow-model.js';
+import type { RateLimiter } from './rate-limiter.js';
+import { sendError, sendJson, WebhookError } from './webhook-errors.js';
+import { bodyKind, parseBody, queryObject, readBody } from './webhook-payload.js';
+
+/** Path prefix of the webhook route. */
+export const WEBHOOK_PATH_PREFIX = '/api/hooks/workflows/';
+
+/** The message put on the JOBS stream for one accepted webhook call (what the executor reads). */
+export interface WebhookJob {
+  /** Format version. */
+  v: 1;
+  executionId: string;
+  workflowId: string;
+  workspace: string;
+  /** ISO-8601: when the gateway accepted the call (the execution's `createdAt`). */
+  receivedAt: string;
+  /** `trigger.output`: the parsed body (`{}` when empty) and the query without `secret`. */
+  trigger: { body: JsonObject; query: JsonObject };
+}
+
+/** What the handler needs; `stores()` is undefined until the buckets were opened. */
+export interface WebhookDeps {
+  config: GatewayConfig;
+  workflows: KvCache<WorkflowRecord>;
+  workspaces: KvCache<WorkspaceRecord>;
+  publisher: JobPublisher;
+  stores: () => { idempotency: KV; executions: ExecutionRepository } | undefined;
+  limiter: RateLimiter;
+  log: Logger;
+  /** Observes the time from the start of the publish to its answer, in seconds. */
+  observeEnqueue?: (seconds: number, outcome: string) => void;
+  now?: () => Date;
+}
+
+/** The request target split at the first `?` (no URL parser: `//host` paths must not become hosts). */
+export interface WebhookUrl {
+  pathname: string;
+  /** From the `?` on, or empty. */
+  search: string;
+}
+
+/** Splits a request target into path and query. */
+export function splitTarget(target: string): WebhookUrl {
+  const q = target.indexOf('?');
+  return q < 0 ? { pathname: target, search: '' } : { pathname: target.slice(0, q), search: target.slice(q) };
+}
+
+/** What the handler did, for the access log and metrics. */
+export interface WebhookOutcome {
+  status: number;
+  code?: string;
+  workflowId?: string;
+  executionId?: string;
+  /** True when the body was not (fully) read: the connection must not be reused. */
+  bodyUnread: boolean;
+}
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e][\x20-\x7e]{0,254}$/;
+const RETRY_UNAVAILABLE_S = '5';
+const RETRY_FULL_S = '30';
+
+/** Handles one request on the webhook route; never throws. */
+export async function handleWebhook(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, deps: WebhookDeps): Promise<WebhookOutcome> {
+  const outcome: WebhookOutcome = { status: 0, bodyUnread: true };
+  try {
+    await run(req, res, url, deps, outcome);
+  } catch (err) {
+    const e =
+      err instanceof WebhookError
+        ? err
+        : (deps.log.error({ err, workflowId: outcome.workflowId }, 'webhook failed'), new WebhookError('internal_error', 'internal error while processing the webhook'));
+    // Node reads and discards an unread body after the answer; a body that may be large (chunked, or
+    // declared over the limit) is not worth reading: close the connection instead.
+    if (e.code === 'payload_too_large' || (outcome.bodyUnread && bodyMayBeLarge(req, deps.config.maxBodyBytes))) res.setHeader('connection', 'close');
+    if (!res.headersSent) sendError(res, e);
+    else res.destroy();
+    outcome.status = e.status;
+    outcome.code = e.code;
+  }
+  return outcome;
+}
+
+async function run(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, deps: WebhookDeps, outcome: WebhookOutcome): Promise<void> {
+  if (req.method !== 'POST') {
+    throw new WebhookError('method_not_allowed', `method ${req.method ?? ''} is not allowed: webhooks accept POST`, { allow: 'POST' });
+  }
+  const id = url.pathname.slice(WEBHOOK_PATH_PREFIX.length);
+  if (!isWorkflowId(id)) {
+    throw new WebhookError('invalid_workflow_id', `"${truncate(id)}" is not a workflow id (wf_ and 20 characters of 0-9 a-z)`);
+  }
+  outcome.workflowId = id;
+  if (!deps.workflows.ready) throw new WebhookError('not_ready', 'the gateway is starting: workflows are not loaded yet', { 'retry-after': '1' });
+  const workflow = deps.workflows.get(id);
+  if (!workflow) throw new WebhookError('workflow_not_found', `workflow ${id} does not exist`);
+
+  const now = deps.now?.() ?? new Date();
+  const secretHeader = req.headers['x-webhook-secret'];
+  const auth = authenticateWebhookRequest(
+    workflow.webhook.auth,
+    { header: Array.isArray(secretHeader) ? secretHeader.join(',') : secretHeader, query: new URLSearchParams(url.search).getAll(WEBHOOK_SECRET_QUERY_PARAMETER) },
+    now,
+  );
+  if (!auth.ok) throw new WebhookError(auth.reason === 'missing' ? 'missing_secret' : 'invalid_secret', auth.message);
+
+  const capRetry = spendingCapRetryAfter(deps.workspaces.get(workflow.workspace), now);
+  if (capRetry !== undefined) {
+    throw new WebhookError('spending_cap_reached', `workspace ${workflow.workspace} has spent its monthly budget: webhooks are refused until the next month (UTC)`, {
+      'retry-after': String(capRetry),
+    });
+  }
+  const rate = workflow.rateLimitPerSecond > 0 ? workflow.rateLimitPerSecond : deps.config.webhookRate;
+  const wait = deps.limiter.take(id, rate);
+  if (wait > 0) throw new WebhookError('rate_limited', `workflow ${id} is limited to ${rate} requests per second`, { 'retry-after': String(wait) });
+
+  const kind = bodyKind(req.headers['content-type']);
+  const raw = await readBody(req, deps.config.maxBodyBytes);
+  outcome.bodyUnread = false;
+  const job: WebhookJob = {
+    v: 1,
+    executionId: '',
+    workflowId: id,
+    workspace: workflow.workspace,
+    receivedAt: now.toISOString(),
+    trigger: { body: parseBody(raw, kind), query: queryObject(url.search) },
+  };
+
+  const key = idempotencyKey(req);
+  let executionId = newExecutionId(now);
+  let claimRevision: number | undefined;
+  let firstClaim = false;
+  const stores = deps.stores();
+  if (key !== undefined) {
+    if (!stores) throw new WebhookError('queue_unavailable', 'NATS is not reachable: the webhook was not queued', { 'retry-after': RETRY_UNAVAILABLE_S });
+    const claim = await claimIdempotencyKey(stores.idempotency, id, key, executionId);
+    if (!claim.ok) throw new WebhookError('queue_unavailable', 'NATS is not reachable: the webhook was not queued', { 'retry-after': RETRY_UNAVAILABLE_S });
+    if (!claim.first && claim.state === 'queued') {
+      // A retry of a request whose job is stored: same answer, nothing published.
+      outcome.executionId = claim.executionId;
+      accept(res, claim.executionId, outcome);
+      return;
+    }
+    if (!claim.first) executionId = claim.executionId; // the first request may have stored it: same msgID de-duplicates
+    firstClaim = claim.first;
+    claimRevision = claim.revision;
+  }
+  job.executionId = executionId;
+  outcome.executionId = executionId;
+
+  const data = Buffer.from(JSON.stringify(job), 'utf8');
+  if (data.length > maxJobBytes(deps.config.maxBodyBytes)) {
+    await release();
+    throw new WebhookError('payload_too_large', `the webhook's body and query make a job of ${data.length} bytes, over the limit of ${maxJobBytes(deps.config.maxBodyBytes)} bytes`);
+  }
+  const t0 = performance.now();
+  const pub = await deps.publisher.publish(jobSubject(id), data, { msgID: executionId, expectStream: JOBS_STREAM });
+  deps.observeEnqueue?.((performance.now() - t0) / 1000, pub.ok ? 'ok' : pub.error);
+  if (!pub.ok) {
+    deps.log.warn({ workflowId: id, executionId, error: pub.error, reason: pub.message }, 'webhook job not queued');
+    await release();
+    throw publishError(pub);
+  }
+  if (key !== undefined && stores && claimRevision !== undefined) {
+    await confirmIdempotencyKey(stores.idempotency, id, key, executionId, claimRevision);
+  }
+  if (stores && !pub.duplicate) {
+    void stores.executions
+      .createIfAbsent({
+        id: executionId,
+        workflowId: id,
+        workspace: workflow.workspace,
+        status: 'queued',
+        trigger: job.trigger,
+        nodes: [],
+        error: '',
+        createdAt: job.receivedAt,
+        startedAt: null,
+        finishedAt: null,
+        attempts: 0,
+        costUnits: 0,
+      })
+      .catch((err: Error) => deps.log.warn({ executionId, err: err.message }, 'the queued execution record was not written (the job is queued)'));
+  }
+  accept(res, executionId, outcome);
+
+  async function release(): Promise<void> {
+    if (firstClaim && key !== undefined && stores && claimRevision !== undefined) {
+      await releaseIdempotencyKey(stores.idempotency, id, key, claimRevision);
+    }
+  }
+}
+
+function accept(res: ServerResponse, executionId: string, outcome: WebhookOutcome): void {
+  outcome.status = 202;
+  sendJson(res, 202, { executionId });
+}
+
+function publishError(pub: PublishFailure): WebhookError {
+  switch (pub.error) {
+    case 'unavailable':
+      return new WebhookError('queue_unavailable', 'NATS is not reachable: the webhook was not queued', { 'retry-after': RETRY_UNAVAILABLE_S });
+    case 'full':
+      return new WebhookError('queue_full', 'the job queue is full: the webhook was not queued', { 'retry-after': RETRY_FULL_S });
+    case 'too_large':
+      return new WebhookError('payload_too_large', `the job is too large for the queue: ${pub.message}`);
+    case 'rejected':
+      return new WebhookError('internal_error', 'the job queue refused the webhook');
+  }
+}
+
+function idempotencyKey(req: IncomingMessage): string | undefined {
+  const raw = req.headersDistinct['idempotency-key'];
+  if (raw === undefined) return undefined;
+  if (raw.length !== 1 || !IDEMPOTENCY_KEY.test(raw[0]!)) {
+    throw new WebhookError('invalid_idempotency_key', 'Idempotency-Key must be sent once, with 1 to 255 printable ASCII characters');
+  }
+  return raw[0]!;
+}
+
+function bodyMayBeLarge(req: IncomingMessage, limit: number): boolean {
+  if (req.headers['transfer-encoding'] !== undefined) return true;
+  const length = Number(req.headers['content-length'] ?? 0);
+  return !(length <= limit);
+}
+
+function truncate(s: string): string {
+  return s.length > 64 ? `${s.slice(0, 64)}…` : s;
+}

@@ -1,0 +1,152 @@
+/**
+ * Executions over the `ldbox-executions` KV bucket (TTL 7 days by default, see ensureKvBuckets).
+ *
+ * Key: `<workflowId>.<executionId>` — the key is its own per-workflow index: `keys("<workflowId>.*")`
+ * lists one workflow's executions, and since execution ids start with their creation time, sorting the
+ * ids descending gives newest first. `keys("*.<executionId>")` finds one execution by id alone.
+ *
+ * Value: {@link ExecutionRecord} as JSON. `nodes` hold the proto JSON form of
+ * `ldbox.workflows.v1.NodeExecution` (written by the executor with `toJson`), so the control plane reads
+ * them back with `fromJson` and no field is lost in between.
+ *
+ * Who writes what: the gateway creates the `queued` record once the job's PubAck arrived, with
+ * create-if-absent, in the background (the 202 does not wait for it: the job in the stream is the durable
+ * promise, the record is for reading). The executor upserts (`put`) from then on; if it got there first,
+ * the gateway's create simply loses and changes nothing.
+ */
+import { create, fromJson, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import type { KV } from '@nats-io/kv';
+import {
+  type Execution,
+  ExecutionSchema,
+  ExecutionStatus,
+  NodeExecutionSchema,
+  TriggerSchema,
+} from '../gen/ldbox/workflows/v1/workflows_pb.js';
+import { isExecutionId } from '../workflows/ids.js';
+import { decodeJson, decodePageToken, encodeJson, encodePageToken, isWrongRevision, unavailable } from './store-errors.js';
+
+export type ExecutionStatusName = 'queued' | 'running' | 'succeeded' | 'failed';
+
+export interface ExecutionRecord {
+  id: string;
+  workflowId: string;
+  workspace: string;
+  status: ExecutionStatusName;
+  trigger: { body: JsonObject; query: JsonObject };
+  /** Proto JSON of NodeExecution, in workflow order. */
+  nodes: JsonValue[];
+  /** Empty unless failed. */
+  error: string;
+  /** ISO-8601. */
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  attempts: number;
+  costUnits: number;
+}
+
+export interface ExecutionPage {
+  executions: ExecutionRecord[];
+  nextPageToken: string;
+}
+
+/** The KV key of an execution. */
+export function executionKey(workflowId: string, executionId: string): string {
+  return `${workflowId}.${executionId}`;
+}
+
+const STATUS: Record<ExecutionStatusName, ExecutionStatus> = {
+  queued: ExecutionStatus.QUEUED,
+  running: ExecutionStatus.RUNNING,
+  succeeded: ExecutionStatus.SUCCEEDED,
+  failed: ExecutionStatus.FAILED,
+};
+
+/** The record as the `Execution` message. */
+export function toProtoExecution(r: ExecutionRecord): Execution {
+  return create(ExecutionSchema, {
+    id: r.id,
+    workflowId: r.workflowId,
+    status: STATUS[r.status] ?? ExecutionStatus.UNSPECIFIED,
+    trigger: create(TriggerSchema, { body: r.trigger.body, query: r.trigger.query }),
+    nodes: r.nodes.map((n) => fromJson(NodeExecutionSchema, n, { ignoreUnknownFields: true })),
+    error: r.error,
+    createdAt: timestampFromDate(new Date(r.createdAt)),
+    ...(r.startedAt ? { startedAt: timestampFromDate(new Date(r.startedAt)) } : {}),
+    ...(r.finishedAt ? { finishedAt: timestampFromDate(new Date(r.finishedAt)) } : {}),
+    attempts: r.attempts,
+    costUnits: BigInt(r.costUnits),
+  });
+}
+
+export class ExecutionRepository {
+  constructor(private readonly executions: KV) {}
+
+  /** Creates the record unless one exists; false when it existed (the executor was first). */
+  async createIfAbsent(record: ExecutionRecord): Promise<boolean> {
+    try {
+      await this.executions.put(executionKey(record.workflowId, record.id), encodeJson(record), { previousSeq: 0 });
+      return true;
+    } catch (err) {
+      if (isWrongRevision(err)) return false;
+      throw unavailable('storing the execution failed', err);
+    }
+  }
+
+  /** Writes the record as it is (the executor's upsert). */
+  async put(record: ExecutionRecord): Promise<void> {
+    try {
+      await this.executions.put(executionKey(record.workflowId, record.id), encodeJson(record));
+    } catch (err) {
+      throw unavailable('storing the execution failed', err);
+    }
+  }
+
+  /** One execution by id; undefined when there is none (or it expired). */
+  async get(executionId: string): Promise<ExecutionRecord | undefined> {
+    let key: string | undefined;
+    try {
+      for await (const k of await this.executions.keys(`*.${executionId}`)) key ??= k;
+    } catch (err) {
+      throw unavailable('finding the execution failed', err);
+    }
+    return key === undefined ? undefined : this.#read(key);
+  }
+
+  async #read(key: string): Promise<ExecutionRecord | undefined> {
+    let e;
+    try {
+      e = await this.executions.get(key);
+    } catch (err) {
+      throw unavailable('reading the execution failed', err);
+    }
+    if (!e || e.operation !== 'PUT') return undefined;
+    return decodeJson<ExecutionRecord>(e.value);
+  }
+
+  /** One page of a workflow's executions, newest first; undefined for a page token that is not ours. */
+  async list(workflowId: string, opts: { pageSize: number; pageToken?: string }): Promise<ExecutionPage | undefined> {
+    let before: string | undefined;
+    if (opts.pageToken) {
+      before = decodePageToken(opts.pageToken, isExecutionId);
+      if (before === undefined) return undefined;
+    }
+    const ids: string[] = [];
+    const prefix = `${workflowId}.`;
+    try {
+      for await (const k of await this.executions.keys(`${workflowId}.*`)) {
+        const id = k.slice(prefix.length);
+        if (before === undefined || id < before) ids.push(id);
+      }
+    } catch (err) {
+      throw unavailable('listing executions failed', err);
+    }
+    ids.sort((a, b) => (a < b ? 1 : a > b ? -1 : 0));
+    const page = ids.slice(0, opts.pageSize);
+    const records = (await Promise.all(page.map((id) => this.#read(executionKey(workflowId, id))))).filter((r): r is ExecutionRecord => r !== undefined);
+    const more = ids.length > page.length;
+    return { executions: records, nextPageToken: more ? encodePageToken(page[page.length - 1]!) : '' };
+  }
+}

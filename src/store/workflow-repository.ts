@@ -1,0 +1,135 @@
+/**
+ * Workflows over the `ldbox-workflows` KV bucket, plus the `ldbox-webhooks` index.
+ *
+ * Keys and values (JSON, UTF-8):
+ * - `ldbox-workflows`: key = workflow id (`wf_…`), value = {@link WorkflowRecord} (src/workflows/workflow-model.ts):
+ *   `{"id","name","workspace","nodes":[…],"webhook":{"webhookId","auth":{"method","secretHash",
+ *   "previousSecretHash","previousSecretExpiresAt"}},"rateLimitPerSecond","createdAt"}`. Secrets only as
+ *   SHA-256 hashes. Gateways watch this bucket into an in-memory KvCache for the webhook route.
+ * - `ldbox-webhooks`: key = webhook id (`wh_…`), value = `{"workflowId": "wf_…"}`. Written after the
+ *   workflow, deleted with it; for lookups by webhook id (not used by the webhook route, whose URL names
+ *   the workflow).
+ *
+ * Writes are compare-and-set on the KV revision, so two concurrent control-plane calls (a rotation and a
+ * method switch) never lose one another's change.
+ */
+import type { KV } from '@nats-io/kv';
+import { isWorkflowId } from '../workflows/ids.js';
+import type { WorkflowRecord } from '../workflows/workflow-model.js';
+import { decodeJson, decodePageToken, encodeJson, encodePageToken, isWrongRevision, StoreConflictError, unavailable } from './store-errors.js';
+
+export interface WorkflowPage {
+  workflows: WorkflowRecord[];
+  /** Empty when this is the last page. */
+  nextPageToken: string;
+}
+
+const CAS_ATTEMPTS = 5;
+
+export class WorkflowRepository {
+  constructor(
+    private readonly workflows: KV,
+    private readonly webhooks: KV,
+  ) {}
+
+  /** Stores a new workflow (create-if-absent on its id) and its webhook index entry. */
+  async create(record: WorkflowRecord): Promise<void> {
+    try {
+      await this.workflows.put(record.id, encodeJson(record), { previousSeq: 0 });
+    } catch (err) {
+      if (isWrongRevision(err)) throw new StoreConflictError(`workflow ${record.id} already exists`, { cause: err });
+      throw unavailable('storing the workflow failed', err);
+    }
+    try {
+      await this.webhooks.put(record.webhook.webhookId, encodeJson({ workflowId: record.id }));
+    } catch (err) {
+      throw unavailable('storing the webhook index failed', err);
+    }
+  }
+
+  /** The workflow and its KV revision; undefined when there is none. */
+  async getWithRevision(id: string): Promise<{ record: WorkflowRecord; revision: number } | undefined> {
+    let e;
+    try {
+      e = await this.workflows.get(id);
+    } catch (err) {
+      throw unavailable('reading the workflow failed', err);
+    }
+    if (!e || e.operation !== 'PUT') return undefined;
+    return { record: decodeJson<WorkflowRecord>(e.value), revision: e.revision };
+  }
+
+  async get(id: string): Promise<WorkflowRecord | undefined> {
+    return (await this.getWithRevision(id))?.record;
+  }
+
+  /**
+   * Applies `change` to the stored workflow with compare-and-set, retrying on concurrent writes.
+   * Returns undefined when the workflow does not exist, otherwise the new record and `change`'s result.
+   */
+  async update<R>(id: string, change: (record: WorkflowRecord) => { record: WorkflowRecord; result: R }): Promise<{ record: WorkflowRecord; result: R } | undefined> {
+    for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+      const current = await this.getWithRevision(id);
+      if (!current) return undefined;
+      const next = change(current.record);
+      try {
+        await this.workflows.update(id, encodeJson(next.record), current.revision);
+        return next;
+      } catch (err) {
+        if (!isWrongRevision(err)) throw unavailable('updating the workflow failed', err);
+      }
+    }
+    throw new StoreConflictError(`workflow ${id} changed concurrently ${CAS_ATTEMPTS} times; try again`);
+  }
+
+  /** Deletes the workflow and its webhook index entry; false when there was none. */
+  async delete(id: string): Promise<boolean> {
+    const current = await this.getWithRevision(id);
+    if (!current) return false;
+    try {
+      await this.workflows.delete(id);
+      await this.webhooks.delete(current.record.webhook.webhookId);
+    } catch (err) {
+      throw unavailable('deleting the workflow failed', err);
+    }
+    return true;
+  }
+
+  /**
+   * One page of workflows in id order, optionally of one workspace. The token is the last id of the
+   * previous page (opaque, base64url). Returns undefined for a token that is not ours.
+   */
+  async list(opts: { workspace?: string; pageSize: number; pageToken?: string }): Promise<WorkflowPage | undefined> {
+    let after = '';
+    if (opts.pageToken) {
+      const key = decodePageToken(opts.pageToken, isWorkflowId);
+      if (key === undefined) return undefined;
+      after = key;
+    }
+    let ids: string[];
+    try {
+      ids = [];
+      for await (const k of await this.workflows.keys()) if (k > after) ids.push(k);
+    } catch (err) {
+      throw unavailable('listing workflows failed', err);
+    }
+    ids.sort();
+    const out: WorkflowRecord[] = [];
+    let i = 0;
+    // Read in batches: with a workspace filter a page may need more reads than its size.
+    while (i < ids.length && out.length < opts.pageSize) {
+      const batch = ids.slice(i, i + Math.max(opts.pageSize - out.length, 16));
+      const records = await Promise.all(batch.map((id) => this.get(id)));
+      for (let j = 0; j < batch.length; j++) {
+        i++;
+        const r = records[j];
+        if (r && (!opts.workspace || r.workspace === opts.workspace)) {
+          out.push(r);
+          if (out.length === opts.pageSize) break;
+        }
+      }
+    }
+    const more = out.length === opts.pageSize && ids.slice(i).length > 0;
+    return { workflows: out, nextPageToken: more ? encodePageToken(out[out.length - 1]!.id) : '' };
+  }
+}
