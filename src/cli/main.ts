@@ -1,5 +1,7 @@
 import { ConfigError } from '../config/env-parsers.js';
+import { loadGatewayConfig } from '../config/gateway-config.js';
 import { loadRunnerConfig } from '../config/runner-config.js';
+import { startGateway } from '../../gateway/index.js';
 import { createLogger } from '../logging/logger.js';
 import { startRunnerServer } from '../../runner/server/runner-server.js';
 import { runCommand } from './run-command.js';
@@ -8,6 +10,7 @@ const USAGE = `usage: ldbox <command>
 
   dev                 everything on one machine (today: the runner)
   runner              the sandbox runner (gRPC/Connect on LDBOX_RUNNER_PORT, default 50051)
+  gateway             the webhook gateway and control plane (HTTP on LDBOX_GATEWAY_PORT, default 8080; needs NATS_URL)
   run FILE.js [...]   run integration code locally in the sandbox; see 'ldbox run --help'
 `;
 
@@ -25,6 +28,7 @@ export async function runCli(argv: readonly string[]): Promise<number> {
       case 'dev':
         return await serveRunner();
       case 'gateway':
+        return await serveGateway();
       case 'executor':
         stderr(`ldbox ${command}: not available in this version yet\n`);
         return 2;
@@ -47,16 +51,32 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   }
 }
 
+/** Resolves on SIGINT or SIGTERM. */
+function untilSignal(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+}
+
+async function serveGateway(): Promise<number> {
+  const config = loadGatewayConfig(process.env);
+  const log = createLogger('gateway', process.env.LDBOX_LOG_LEVEL ?? 'info');
+  const gateway = await startGateway(config, log);
+  stdout(`gateway: http://${config.host}:${gateway.port} (webhooks under /api/hooks/workflows/, control plane, /healthz, /readyz, /metrics)\n`);
+  await untilSignal();
+  log.info('shutting down');
+  await gateway.close();
+  return 0;
+}
+
 async function serveRunner(): Promise<number> {
   const config = loadRunnerConfig(process.env);
   const log = createLogger('runner', process.env.LDBOX_LOG_LEVEL ?? 'info');
   const server = await startRunnerServer(config, log);
   stdout(`runner: http://${config.host}:${server.port} (gRPC, gRPC-Web, Connect)\n`);
-  await new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
+  await untilSignal();
   log.info('shutting down');
   await server.close();
   return 0;
