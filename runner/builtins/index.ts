@@ -4,6 +4,7 @@ import { HTTP, sendRequest } from './http/index.js';
 import { UTILITIES } from './utilities.js';
 import { RS256 } from './crypto/rs256.js';
 import { SQL_CHECKS } from './sql/sql-checks.js';
+import { FORMATS } from './formats/index.js';
 
 export type { BuiltinConfig, BuiltinContext, BuiltinModule, BuiltinTable, GuestBinding } from './builtin.js';
 export { DEFAULT_BUILTIN_CONFIG } from './builtin.js';
@@ -15,6 +16,7 @@ const MODULES: readonly BuiltinModule[] = [
   CLOUD(sendRequest),
   SQL_CHECKS,
   RS256,
+  FORMATS,
 ];
 
 /** Every host built-in, by the name the guest bridge calls it with. */

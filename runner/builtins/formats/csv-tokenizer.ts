@@ -1,0 +1,223 @@
+import { ConversionInputError } from './conversion-guard.js';
+
+/**
+ * A streaming CSV tokenizer over a JS string that records where each cell is instead of copying it:
+ * the column builders read numbers, booleans and UTF-8 straight from the text. Rows are read in
+ * chunks of at most `chunkRows`; the spans of one chunk are stored column by column
+ * (`starts[col * chunkRows + row]`), and reused for the next chunk, so memory does not grow with
+ * the input.
+ *
+ * The dialect (RFC 4180 with the usual leniencies), decided here and documented in the README:
+ * - the delimiter is `,`; records end with `\n`, `\r\n` or a lone `\r`; a leading BOM is skipped;
+ * - a field that starts with `"` is quoted: it ends at the next `"` not followed by another `"`
+ *   (`""` is a literal quote), and may hold delimiters and line breaks. After its closing quote only
+ *   a delimiter, a line break or the end of the text may follow, otherwise the CSV is malformed;
+ * - a `"` inside an unquoted field is kept as a literal character;
+ * - a quote that is never closed is an error (reported with the line it opened on);
+ * - blank lines (nothing between two line breaks) are skipped anywhere, so a trailing line break
+ *   does not add a row;
+ * - every record must have as many fields as the header: a ragged row is an error that names the
+ *   line and both counts (nothing is padded or cut silently).
+ */
+
+const COMMA = 44;
+const QUOTE = 34;
+const LF = 10;
+const CR = 13;
+
+/** Flag bits of a cell. */
+export const QUOTED = 1;
+/** The quoted cell holds `""` pairs: its text must be unescaped before use. */
+export const ESCAPED = 2;
+
+export class CsvTokenizer {
+  readonly text: string;
+  /** Position of the next unread character. */
+  pos = 0;
+  ncols = 0;
+  chunkRows = 0;
+  starts = new Int32Array(0);
+  ends = new Int32Array(0);
+  flags = new Uint8Array(0);
+  /** Rows read before the current chunk (for error messages). */
+  rowsBefore = 0;
+
+  constructor(text: string) {
+    this.text = text;
+    if (text.charCodeAt(0) === 0xfeff) this.pos = 1;
+  }
+
+  /**
+   * Reads the header record (skipping blank lines before it) and sizes the span buffers so that one
+   * chunk holds about `cellBudget` cells. Returns undefined for a text with no record at all.
+   */
+  readHeader(cellBudget: number, maxChunkRows: number): string[] | undefined {
+    const s = this.text;
+    const len = s.length;
+    let pos = this.pos;
+    while (pos < len) {
+      const c = s.charCodeAt(pos);
+      if (c === LF) pos++;
+      else if (c === CR) pos++;
+      else break;
+    }
+    if (pos >= len) return undefined;
+    const names: string[] = [];
+    for (;;) {
+      let c = s.charCodeAt(pos);
+      if (c === QUOTE) {
+        const open = pos;
+        let p = pos + 1;
+        let value = '';
+        for (;;) {
+          const q = s.indexOf('"', p);
+          if (q < 0) throw this.error(open, 'a quoted field is never closed (its opening quote is on line %LINE%)');
+          value += s.slice(p, q);
+          if (s.charCodeAt(q + 1) === QUOTE) {
+            value += '"';
+            p = q + 2;
+            continue;
+          }
+          pos = q + 1;
+          break;
+        }
+        names.push(value);
+        c = pos < len ? s.charCodeAt(pos) : -1;
+        if (c !== COMMA && c !== LF && c !== CR && c !== -1) {
+          throw this.error(pos, 'unexpected character after a closing quote on line %LINE% (a quote inside a quoted field must be doubled)');
+        }
+      } else {
+        const start = pos;
+        while (pos < len) {
+          c = s.charCodeAt(pos);
+          if (c === COMMA || c === LF || c === CR) break;
+          pos++;
+        }
+        if (pos >= len) c = -1;
+        names.push(s.slice(start, pos));
+      }
+      if (c === COMMA) {
+        pos++;
+        continue;
+      }
+      if (c === CR) {
+        pos++;
+        if (pos < len && s.charCodeAt(pos) === LF) pos++;
+      } else if (c === LF) {
+        pos++;
+      }
+      break;
+    }
+    this.pos = pos;
+    this.ncols = names.length;
+    this.chunkRows = Math.max(1, Math.min(maxChunkRows, Math.floor(cellBudget / names.length)));
+    const cells = this.chunkRows * this.ncols;
+    this.starts = new Int32Array(cells);
+    this.ends = new Int32Array(cells);
+    this.flags = new Uint8Array(cells);
+    return names;
+  }
+
+  get done(): boolean {
+    return this.pos >= this.text.length;
+  }
+
+  /** Reads the next chunk of records into the span buffers; returns how many (0 at the end). */
+  nextChunk(): number {
+    const s = this.text;
+    const len = s.length;
+    const ncols = this.ncols;
+    const cap = this.chunkRows;
+    const starts = this.starts;
+    const ends = this.ends;
+    const flags = this.flags;
+    let pos = this.pos;
+    let row = 0;
+    while (row < cap && pos < len) {
+      let c = s.charCodeAt(pos);
+      if (c === LF || c === CR) {
+        // A blank line.
+        pos++;
+        continue;
+      }
+      const recordStart = pos;
+      let col = 0;
+      for (;;) {
+        if (col === ncols) {
+          this.pos = pos;
+          throw this.error(recordStart, `line %LINE% has more fields than the header's ${ncols}`);
+        }
+        const idx = col * cap + row;
+        c = pos < len ? s.charCodeAt(pos) : -1;
+        if (c === QUOTE) {
+          const open = pos;
+          let p = pos + 1;
+          let fl = QUOTED;
+          for (;;) {
+            const q = s.indexOf('"', p);
+            if (q < 0) throw this.error(open, 'a quoted field is never closed (its opening quote is on line %LINE%)');
+            if (s.charCodeAt(q + 1) === QUOTE) {
+              fl = QUOTED | ESCAPED;
+              p = q + 2;
+              continue;
+            }
+            starts[idx] = open + 1;
+            ends[idx] = q;
+            flags[idx] = fl;
+            pos = q + 1;
+            break;
+          }
+          c = pos < len ? s.charCodeAt(pos) : -1;
+          if (c !== COMMA && c !== LF && c !== CR && c !== -1) {
+            throw this.error(pos, 'unexpected character after a closing quote on line %LINE% (a quote inside a quoted field must be doubled)');
+          }
+        } else {
+          const start = pos;
+          while (pos < len) {
+            c = s.charCodeAt(pos);
+            if (c === COMMA || c === LF || c === CR) break;
+            pos++;
+          }
+          if (pos >= len) c = -1;
+          starts[idx] = start;
+          ends[idx] = pos;
+          flags[idx] = 0;
+        }
+        col++;
+        if (c === COMMA) {
+          pos++;
+          continue;
+        }
+        if (c === CR) {
+          pos++;
+          if (pos < len && s.charCodeAt(pos) === LF) pos++;
+        } else if (c === LF) {
+          pos++;
+        }
+        break;
+      }
+      if (col !== ncols) {
+        this.pos = pos;
+        throw this.error(recordStart, `line %LINE% has ${col} field${col === 1 ? '' : 's'}, but the header has ${ncols}`);
+      }
+      row++;
+    }
+    this.pos = pos;
+    this.rowsBefore += row;
+    return row;
+  }
+
+  /** The text of a cell, unescaped. */
+  cellText(idx: number): string {
+    const raw = this.text.slice(this.starts[idx]!, this.ends[idx]!);
+    return this.flags[idx]! & ESCAPED ? raw.replaceAll('""', '"') : raw;
+  }
+
+  /** A syntax error; `%LINE%` in the message becomes the 1-based line of `at` (counted only now). */
+  private error(at: number, message: string): ConversionInputError {
+    const s = this.text;
+    let line = 1;
+    for (let i = s.indexOf('\n'); i >= 0 && i < at; i = s.indexOf('\n', i + 1)) line++;
+    return new ConversionInputError(`malformed CSV: ${message.replace('%LINE%', String(line))}`);
+  }
+}
