@@ -1,6 +1,5 @@
 import type { QuickJSContext, QuickJSHandle } from 'quickjs-emscripten';
 import type { BuiltinConfig, BuiltinContext } from '../builtins/index.js';
-import { GuestFacingError } from './guest-facing-error.js';
 import type { LogBuffer } from './log-buffer.js';
 import type { Redact } from './redactor.js';
 

@@ -88,12 +88,12 @@ export async function runSandbox(
     const evaluated = ctx.evalCode(wrapUserCode(req.code), USER_FILE, { type: 'global', strict: true });
     if (evaluated.error) {
       owned.push(evaluated.error);
-      error = describeError(ctx, state, sb.explain, evaluated.error, 'syntax', redact, req);
+      error = describeError(ctx, state, sb.explain, evaluated.error, 'syntax', req);
     } else {
       owned.push(evaluated.value);
       const settled = await settle(rt, ctx, state, evaluated.value);
       if (settled.handle) owned.push(settled.handle);
-      error = outcomeError(settled, ctx, state, sb.explain, redact, req);
+      error = outcomeError(settled, ctx, state, sb.explain, req);
       if (!error && settled.handle) {
         const out = readResult(ctx, state, sb.serialize, sb.slot.token, settled.handle, req, limits, owned);
         if ('error' in out) error = out.error;
@@ -174,7 +174,6 @@ function outcomeError(
   ctx: QuickJSContext,
   call: CallState,
   explain: QuickJSHandle,
-  redact: (s: string) => string,
   req: SandboxRequest,
 ): SandboxError | undefined {
   switch (settled.kind) {
@@ -192,7 +191,7 @@ function outcomeError(
         stack: '',
       };
     case 'rejected':
-      return describeError(ctx, call, explain, settled.handle!, 'thrown', redact, req);
+      return describeError(ctx, call, explain, settled.handle!, 'thrown', req);
   }
 }
 
@@ -230,9 +229,9 @@ function describeError(
   explain: QuickJSHandle,
   exception: QuickJSHandle,
   kind: UserErrorKind,
-  redact: (s: string) => string,
   req: SandboxRequest,
 ): SandboxError {
+  const redact = call.redact;
   if (call.isCancelled()) throw new SandboxCancelledError('the call was cancelled');
   if (call.timedOut()) return timeoutError(req);
   let name = 'Error';

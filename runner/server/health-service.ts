@@ -17,16 +17,11 @@ export type HealthState = 'SERVING' | 'NOT_SERVING';
 export interface HealthStatus {
   set(service: string, status: HealthState): void;
   get(service: string): HealthState | undefined;
+  /** Calls `listener` with the name of each service whose status changes; returns the unsubscribe. */
+  onChange(listener: (service: string) => void): () => void;
+  /** How many change listeners (Watch streams) are registered: drops back once cancelled watches release. */
+  listenerCount(): number;
 }
-
-/** Called with the name of a service whose status just changed. */
-type ChangeListener = (service: string) => void;
-
-/**
- * Listener sets of the statuses made by {@link createHealthStatus}, kept outside the object so that
- * {@link HealthStatus} stays the two-method interface callers see.
- */
-const listenersByStatus = new WeakMap<HealthStatus, Set<ChangeListener>>();
 
 /**
  * Create an in-memory {@link HealthStatus}. The whole server (`""`) starts SERVING, as in grpc-go and
@@ -35,33 +30,27 @@ const listenersByStatus = new WeakMap<HealthStatus, Set<ChangeListener>>();
  */
 export function createHealthStatus(): HealthStatus {
   const states = new Map<string, HealthState>([['', 'SERVING']]);
-  const listeners = new Set<ChangeListener>();
-  const status: HealthStatus = {
+  const listeners = new Set<(service: string) => void>();
+  return {
     set(service, state) {
       if (states.get(service) === state) return;
       states.set(service, state);
       for (const listener of [...listeners]) listener(service);
     },
     get: (service) => states.get(service),
+    onChange(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    listenerCount: () => listeners.size,
   };
-  listenersByStatus.set(status, listeners);
-  return status;
-}
-
-/**
- * How many Watch streams currently listen to `status` (made by {@link createHealthStatus}). For
- * diagnostics and tests: it drops back once cancelled watches have released their listeners.
- */
-export function countHealthWatchers(status: HealthStatus): number {
-  return listenersByStatus.get(status)?.size ?? 0;
 }
 
 /**
  * Serve grpc.health.v1.Health from `status`, so that standard probes (grpc_health_probe, Kubernetes,
  * Envoy) can ask whether the runner serves. Check answers at once and fails with NOT_FOUND for an
  * unknown service; Watch streams the status (SERVICE_UNKNOWN while unknown) now and on every change
- * until the client cancels. Watch sees changes only for statuses made by {@link createHealthStatus};
- * with any other implementation it sends the status once and then stays open until cancelled.
+ * until the client cancels.
  */
 export function registerHealthService(router: ConnectRouter, status: HealthStatus): void {
   router.service(Health, {
@@ -133,20 +122,18 @@ function listenForChanges(
   signal: AbortSignal,
   onEvent: () => void,
 ): () => void {
-  const listeners = listenersByStatus.get(status);
-  const onChange: ChangeListener = (changed) => {
+  if (signal.aborted) return () => {};
+  const unsubscribe = status.onChange((changed) => {
     if (changed === service) onEvent();
-  };
+  });
   const release = (): void => {
-    listeners?.delete(onChange);
+    unsubscribe();
     signal.removeEventListener('abort', onAbort);
   };
   const onAbort = (): void => {
     release();
     onEvent();
   };
-  if (signal.aborted) return release;
-  listeners?.add(onChange);
   signal.addEventListener('abort', onAbort, { once: true });
   return release;
 }

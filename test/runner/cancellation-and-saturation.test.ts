@@ -6,7 +6,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { toJson } from '@bufbuild/protobuf';
 import { ValueSchema } from '@bufbuild/protobuf/wkt';
-import { Code, ConnectError } from '@connectrpc/connect';
+import { Code } from '@connectrpc/connect';
 import * as grpc from '@grpc/grpc-js';
 import t from 'tap';
 import type { ExecuteResponse, GetPoolStatusResponse } from '../../src/gen/ldbox/runner/v1/runner_pb.js';

@@ -8,7 +8,6 @@ import { connectNodeAdapter } from '@connectrpc/connect-node';
 import * as grpc from '@grpc/grpc-js';
 import t from 'tap';
 import {
-  countHealthWatchers,
   createHealthStatus,
   registerHealthService,
 } from '../../runner/server/health-service.js';
@@ -108,7 +107,7 @@ t.test('Watch streams the current status, then changes, until cancelled', async 
   const next = async (): Promise<ServingStatus | undefined> => (await responses.next()).value?.status;
 
   t.equal(await next(), ServingStatus.SERVICE_UNKNOWN, 'an unknown service is reported at once');
-  t.equal(countHealthWatchers(status), 1, 'the watch listens for changes');
+  t.equal(status.listenerCount(), 1, 'the watch listens for changes');
   status.set(service, 'SERVING');
   t.equal(await next(), ServingStatus.SERVING, 'a change is streamed');
   status.set(service, 'SERVING');
@@ -117,9 +116,9 @@ t.test('Watch streams the current status, then changes, until cancelled', async 
 
   call.cancel();
   t.equal((await ended).code, grpc.status.CANCELLED, 'the client sees its own cancellation');
-  t.ok(await eventually(() => countHealthWatchers(status) === 0), 'the server released the listener');
+  t.ok(await eventually(() => status.listenerCount() === 0), 'the server released the listener');
   status.set(service, 'SERVING');
-  t.equal(countHealthWatchers(status), 0, 'a change after cancel finds no listener');
+  t.equal(status.listenerCount(), 0, 'a change after cancel finds no listener');
 });
 
 /** One ServerReflectionInfo stream of either version, asked one question at a time. */

@@ -6,7 +6,7 @@
  */
 import { create, fromBinary, toBinary, toJson } from '@bufbuild/protobuf';
 import { ValueSchema } from '@bufbuild/protobuf/wkt';
-import { Code, ConnectError } from '@connectrpc/connect';
+import { Code } from '@connectrpc/connect';
 import * as grpc from '@grpc/grpc-js';
 import t from 'tap';
 import {
