@@ -25,6 +25,7 @@ export class CallState {
   pendingHostWork = 0;
   cancelled = false;
   closed = false;
+  /** The first host-side failure of a built-in, reported to the operator (see SandboxOutcome.internalFault). */
   hostFault: unknown;
   /** Whether the sandbox's memory is at its cap (set by the runner; QuickJS then throws null). */
   nearMemoryCap: () => boolean = () => false;

@@ -117,6 +117,7 @@ export async function runSandbox(
     logs: logs.finish(),
     wallTimeMs: performance.now() - started,
     memoryUsedBytes: Math.max(cm.memory.buffer.byteLength, memoryAtStart),
+    ...(call?.hostFault === undefined ? {} : { internalFault: describeHostFault(call.hostFault) }),
   };
 }
 
@@ -145,6 +146,10 @@ function track(owned: QuickJSHandle[], handles: QuickJSHandle[]): QuickJSHandle[
 }
 
 class OutOfMemoryDuringSetup extends Error {}
+
+function describeHostFault(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}
 
 /**
  * Drives the guest's job queue until the returned promise settles. Host work wakes the loop; the

@@ -58,4 +58,9 @@ export interface SandboxOutcome {
   download?: SandboxDownload;
   wallTimeMs: number;
   memoryUsedBytes: number;
+  /**
+   * A built-in failed on the host side (the guest saw only "internal error in a sandbox built-in"):
+   * the host error's message, for the operator's log. Never sent to the caller.
+   */
+  internalFault?: string;
 }

@@ -17,6 +17,9 @@ const INITIAL_PAGES = 256;
 /** What the module itself needs beyond the heap the call may use (measured: ~6 MiB of a 16 MiB start). */
 export const MODULE_RESERVE_BYTES = 8 * 1024 * 1024;
 
+/** Idle modules are kept for at most this many distinct memory caps (the most recently used). */
+const MAX_IDLE_CAP_SIZES = 2;
+
 export interface CappedModule {
   readonly module: QuickJSWASMModule;
   readonly memory: WebAssembly.Memory;
@@ -77,8 +80,16 @@ export class WasmModulePool {
       this.retired++;
       return false; // dropped: GC frees its memory once nothing references it
     }
-    let free = this.idle.get(m.capBytes);
-    if (!free) this.idle.set(m.capBytes, (free = []));
+    const free = this.idle.get(m.capBytes) ?? [];
+    // Most recently used cap size last; callers that vary memoryBytes would otherwise leave an idle
+    // module (16+ MiB each) behind for every size they ever asked for.
+    this.idle.delete(m.capBytes);
+    this.idle.set(m.capBytes, free);
+    for (const [cap, modules] of this.idle) {
+      if (this.idle.size <= MAX_IDLE_CAP_SIZES) break;
+      this.retired += modules.length;
+      this.idle.delete(cap);
+    }
     if (free.length < this.options.maxIdlePerCap) {
       free.push(m);
       return true;

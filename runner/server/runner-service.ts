@@ -23,6 +23,9 @@ export function registerRunnerService(router: ConnectRouter, pool: RunnerPool, c
       const request = toSandboxRequest(req, config, ctx.timeoutMs());
       try {
         const { outcome, queueTimeMs } = await pool.execute(request, ctx.signal);
+        if (outcome.internalFault !== undefined) {
+          log.warn({ requestId: request.requestId, fault: outcome.internalFault }, 'a sandbox built-in failed on the host');
+        }
         return toExecuteResponse(outcome, queueTimeMs);
       } catch (err) {
         throw toConnectError(err, ctx, request.requestId, log);
