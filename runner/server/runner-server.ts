@@ -1,15 +1,20 @@
+import http from 'node:http';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
+import type { Registry } from 'prom-client';
 import type { RunnerConfig } from '../../src/config/runner-config.js';
 import { file_ldbox_runner_v1_runner, RunnerService } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { Health } from '../../src/gen/grpc/health/v1/health_pb.js';
 import type { Logger } from '../../src/logging/logger.js';
 import { createRunnerPool, type RunnerPool } from '../pool/index.js';
 import { bearerAuth } from './bearer-auth.js';
+import { createDualProtocolListener } from './dual-protocol-listener.js';
 import { withSpecGrpcMessage } from './grpc-message-encoding.js';
 import { createHealthStatus, registerHealthService, type HealthStatus } from './health-service.js';
+import { createOpsRoutes } from './ops-routes.js';
 import { registerReflectionService } from './reflection-service.js';
+import { createRunnerMetrics } from './runner-metrics.js';
 import { registerRunnerService } from './runner-service.js';
 
 export interface RunnerServer {
@@ -17,17 +22,31 @@ export interface RunnerServer {
   readonly port: number;
   readonly pool: RunnerPool;
   readonly health: HealthStatus;
-  /** Stops taking calls, lets running ones finish (up to `timeoutMs`), then closes connections and workers. */
+  /** The Prometheus registry `/metrics` serves (an in-process `ldbox dev` may serve or merge it). */
+  readonly metrics: Registry;
+  /**
+   * Stops taking calls, lets running ones finish (up to `timeoutMs`), then closes connections and workers.
+   * While it drains the port still accepts connections, so that probes read `/readyz` 503 and gRPC
+   * health NOT_SERVING rather than a refused connection; new calls get UNAVAILABLE.
+   */
   close(timeoutMs?: number): Promise<void>;
 }
 
+/** Settings for tests; production takes the defaults. */
+export interface StartRunnerOptions {
+  /** How long a new connection may stay silent before its protocol is known (dual-protocol-listener.ts). */
+  sniffTimeoutMs?: number;
+}
+
 /**
- * Starts the runner: RunnerService, grpc.health.v1 and server reflection on one HTTP/2 cleartext port,
- * speaking gRPC, gRPC-Web and Connect.
+ * Starts the runner: RunnerService, grpc.health.v1 and server reflection, speaking gRPC, gRPC-Web and
+ * Connect, plus `/healthz`, `/readyz` and `/metrics` (ops-routes.ts), all on one port that takes both
+ * cleartext HTTP/2 (gRPC clients) and HTTP/1.1 (Prometheus, curl, Connect JSON).
  */
-export async function startRunnerServer(config: RunnerConfig, log: Logger): Promise<RunnerServer> {
+export async function startRunnerServer(config: RunnerConfig, log: Logger, options: StartRunnerOptions = {}): Promise<RunnerServer> {
   const pool = createRunnerPool(config.pool);
   const health = createHealthStatus();
+  const metrics = createRunnerMetrics(pool);
   const open = new Set([Health.typeName]);
   const handler = connectNodeAdapter({
     grpc: true,
@@ -36,19 +55,47 @@ export async function startRunnerServer(config: RunnerConfig, log: Logger): Prom
     // A request holds code + input + auth; a response the result plus logs.
     readMaxBytes: config.maxCodeBytes + 2 * config.maxInputBytes + 64 * 1024,
     writeMaxBytes: config.pool.maxResultBytes * 2 + config.pool.maxLogChars * 2 + 64 * 1024,
-    interceptors: config.token ? [bearerAuth(config.token, open)] : [],
+    // Metrics first: calls the token check refuses are counted as `rejected`.
+    interceptors: [metrics.interceptor, ...(config.token ? [bearerAuth(config.token, open)] : [])],
     routes: (router) => {
       registerRunnerService(router, pool, config, log);
       registerHealthService(router, health);
       registerReflectionService(router, [file_ldbox_runner_v1_runner]);
     },
   });
-  const server = http2.createServer(withSpecGrpcMessage(handler));
+  const ops = createOpsRoutes({ health, registry: metrics.registry, log });
+
+  const rpc = withSpecGrpcMessage(handler);
+  const h2server = http2.createServer((req, res) => {
+    if (!ops(req, res)) rpc(req, res);
+  });
   const sessions = new Set<http2.ServerHttp2Session>();
-  server.on('session', (s) => {
+  h2server.on('session', (s) => {
     sessions.add(s);
     s.on('close', () => sessions.delete(s));
   });
+
+  let draining = false;
+  const http1Responses = new Set<http.ServerResponse>();
+  const h1server = http.createServer((req, res) => {
+    // While draining, each response ends its connection, so that keep-alive clients leave.
+    if (draining) res.setHeader('connection', 'close');
+    http1Responses.add(res);
+    res.once('close', () => http1Responses.delete(res));
+    if (!ops(req, res)) handler(req, res);
+  });
+  h1server.headersTimeout = 20_000;
+  h1server.requestTimeout = 60_000;
+  // node:http starts tracking its connections (headersTimeout, requestTimeout, closeIdleConnections,
+  // closeAllConnections) on its own 'listening' event; this server never listens itself.
+  h1server.emit('listening');
+
+  const listener = createDualProtocolListener({
+    http1: h1server,
+    http2: h2server,
+    ...(options.sniffTimeoutMs === undefined ? {} : { sniffTimeoutMs: options.sniffTimeoutMs }),
+  });
+  const server = listener.server;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {
@@ -56,6 +103,8 @@ export async function startRunnerServer(config: RunnerConfig, log: Logger): Prom
       resolve();
     });
   });
+  // Accept failures (EMFILE and the like) come as 'error' events; logged, they must not end the process.
+  server.on('error', (err) => log.error({ err: err.message }, 'runner listener error'));
   const port = (server.address() as AddressInfo).port;
   health.set('', 'SERVING');
   health.set(RunnerService.typeName, 'SERVING');
@@ -65,13 +114,21 @@ export async function startRunnerServer(config: RunnerConfig, log: Logger): Prom
     port,
     pool,
     health,
+    metrics: metrics.registry,
     async close(timeoutMs = 10_000) {
       health.set('', 'NOT_SERVING');
       health.set(RunnerService.typeName, 'NOT_SERVING');
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      draining = true;
+      // GOAWAY: clients open their next calls elsewhere; streams already running finish.
       for (const s of sessions) s.close();
+      h1server.closeIdleConnections();
+      for (const res of http1Responses) if (!res.headersSent) res.setHeader('connection', 'close');
       await pool.close(timeoutMs);
+      const closed = listener.close();
       for (const s of sessions) s.destroy();
+      h1server.closeAllConnections();
+      // Stops node:http's connection-checking timer; the error (it never listened) says nothing new.
+      h1server.close(() => {});
       await closed;
     },
   };

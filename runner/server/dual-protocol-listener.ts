@@ -1,0 +1,99 @@
+import type http from 'node:http';
+import type http2 from 'node:http2';
+import net from 'node:net';
+
+/** What every HTTP/2 connection without TLS ("prior knowledge", RFC 9113 §3.4) sends first. */
+export const HTTP2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+
+export interface DualProtocolListenerOptions {
+  http1: http.Server;
+  http2: http2.Http2Server;
+  /**
+   * A connection that has not shown its protocol within this long is closed, so clients that connect
+   * and send nothing cannot pile up sockets. Default 10 s.
+   */
+  sniffTimeoutMs?: number;
+}
+
+export interface DualProtocolListener {
+  /** The listening socket; `listen()` it. Neither protocol server listens itself. */
+  readonly server: net.Server;
+  /**
+   * Stops accepting, drops the connections whose protocol is not known yet, and resolves once every
+   * connection, including those handed over, has closed (closing those is their server's job).
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * One TCP port for HTTP/1.1 and cleartext HTTP/2. Each connection is read until its first bytes either
+ * match the HTTP/2 preface in full (handed to `http2`) or stop matching it (handed to `http1`); the bytes
+ * read are put back first, so the chosen server parses the stream from its start. Prometheus and curl
+ * speak HTTP/1.1 while gRPC clients send the preface at once, and neither can be told to switch.
+ *
+ * A first packet may be shorter than the preface, so only the bytes received so far are compared and
+ * more are awaited while they are a prefix of it. Test: test/runner/http1-port.test.ts.
+ */
+export function createDualProtocolListener(options: DualProtocolListenerOptions): DualProtocolListener {
+  const sniffTimeoutMs = options.sniffTimeoutMs ?? 10_000;
+  const sniffing = new Set<net.Socket>();
+  const server = net.createServer({ noDelay: true }, (socket) => {
+    sniffing.add(socket);
+    const chunks: Buffer[] = [];
+    let received = 0;
+    // Until a server owns the socket, its errors (a reset mid-sniff) are ours to swallow: an unhandled
+    // 'error' event would crash the process.
+    const onError = (): void => {};
+    const onTimeout = (): void => {
+      socket.destroy();
+    };
+    const onClose = (): void => {
+      sniffing.delete(socket);
+    };
+    const handOver = (to: 'http1' | 'http2'): void => {
+      socket.off('data', onData);
+      socket.off('error', onError);
+      socket.off('timeout', onTimeout);
+      socket.off('close', onClose);
+      socket.setTimeout(0);
+      sniffing.delete(socket);
+      // Paused first: removing the 'data' listener alone leaves the socket flowing, and data arriving
+      // before the new owner listens would be lost.
+      socket.pause();
+      socket.unshift(Buffer.concat(chunks, received));
+      if (to === 'http2') {
+        // The session reads what is buffered on the socket, then takes over its handle.
+        options.http2.emit('connection', socket);
+      } else {
+        // node:http's own listener accepts half-open sockets so that a client that shuts down its side
+        // after the request still gets the response; its socketOnEnd ends ours when due.
+        socket.allowHalfOpen = true;
+        options.http1.emit('connection', socket);
+        // node:http reads the handle itself but leaves JS-buffered bytes to the stream: flow them out.
+        socket.resume();
+      }
+    };
+    const onData = (chunk: Buffer): void => {
+      chunks.push(chunk);
+      received += chunk.length;
+      const head = chunks.length === 1 ? chunk : Buffer.concat(chunks, received);
+      const n = Math.min(received, HTTP2_PREFACE.length);
+      if (!head.subarray(0, n).equals(HTTP2_PREFACE.subarray(0, n))) handOver('http1');
+      else if (received >= HTTP2_PREFACE.length) handOver('http2');
+    };
+    socket.on('error', onError);
+    socket.on('close', onClose);
+    socket.on('timeout', onTimeout);
+    socket.setTimeout(sniffTimeoutMs);
+    socket.on('data', onData);
+  });
+
+  return {
+    server,
+    close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const socket of sniffing) socket.destroy();
+      return closed;
+    },
+  };
+}

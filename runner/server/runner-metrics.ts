@@ -1,0 +1,111 @@
+/**
+ * Prometheus metrics of the runner (`GET /metrics`), on a registry of its own (several runners in one
+ * process, as in the tests or `ldbox dev`, must not collide on prom-client's global registry):
+ * - `ldbox_runner_execute_seconds{outcome}` histogram and `ldbox_runner_executions_total{outcome}`
+ *   counter: every Execute call that reached the handler, timed from the request being parsed to the
+ *   answer (queue wait included); `outcome` is one of {@link EXECUTE_OUTCOMES};
+ * - `ldbox_runner_pool_workers`, `ldbox_runner_pool_busy`, `ldbox_runner_pool_queue_depth`,
+ *   `ldbox_runner_pool_utilization`: the pool's state, read at scrape time (RunnerPool.status());
+ * - the default Node process metrics (`process_*`, `nodejs_*`).
+ */
+import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { type ExecuteResponse, RunnerService } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
+import type { RunnerPool } from '../pool/index.js';
+
+/**
+ * - `ok`: the code returned a result;
+ * - `error`: the user code failed (thrown, syntax, timeout, memory limit, invalid result): a normal
+ *   response with `error` set;
+ * - `rejected`: the request itself was refused (INVALID_ARGUMENT, UNAUTHENTICATED, PERMISSION_DENIED);
+ * - `busy`: the runner could not take the call now (RESOURCE_EXHAUSTED: queue full; UNAVAILABLE:
+ *   shutting down). Both mean "retry on another runner";
+ * - `cancelled`: the client cancelled or its deadline passed (CANCELLED, DEADLINE_EXCEEDED);
+ * - `internal`: anything else (a worker died, a bug).
+ */
+export const EXECUTE_OUTCOMES = ['ok', 'error', 'rejected', 'busy', 'cancelled', 'internal'] as const;
+export type ExecuteOutcome = (typeof EXECUTE_OUTCOMES)[number];
+
+export interface RunnerMetrics {
+  readonly registry: Registry;
+  /** Records Execute calls; must come before the auth interceptor so that refused calls count too. */
+  readonly interceptor: Interceptor;
+}
+
+export function createRunnerMetrics(pool: RunnerPool): RunnerMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const seconds = new Histogram({
+    name: 'ldbox_runner_execute_seconds',
+    help: 'Time to answer an Execute call (queue wait included), by outcome.',
+    labelNames: ['outcome'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    registers: [registry],
+  });
+  const total = new Counter({
+    name: 'ldbox_runner_executions_total',
+    help: 'Execute calls answered, by outcome.',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  // Every outcome is exported from the start, so rate() and alerts see a 0 rather than no series.
+  for (const outcome of EXECUTE_OUTCOMES) {
+    seconds.zero({ outcome });
+    total.inc({ outcome }, 0);
+  }
+  const poolGauge = (name: string, help: string, read: (s: ReturnType<RunnerPool['status']>) => number): void => {
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.set(read(pool.status()));
+      },
+    });
+  };
+  poolGauge('ldbox_runner_pool_workers', 'Worker threads of the sandbox pool.', (s) => s.workers);
+  poolGauge('ldbox_runner_pool_busy', 'Calls running in a sandbox now.', (s) => s.busy);
+  poolGauge('ldbox_runner_pool_queue_depth', 'Calls waiting for a sandbox.', (s) => s.queued);
+  poolGauge(
+    'ldbox_runner_pool_utilization',
+    'Share of sandbox slots in use: busy / (workers * sandboxes per worker), 0 to 1.',
+    (s) => (s.workers * s.concurrentPerWorker === 0 ? 0 : s.busy / (s.workers * s.concurrentPerWorker)),
+  );
+
+  const observe = (outcome: ExecuteOutcome, started: number): void => {
+    seconds.observe({ outcome }, (performance.now() - started) / 1000);
+    total.inc({ outcome });
+  };
+  const interceptor: Interceptor = (next) => async (req) => {
+    if (req.method !== RunnerService.method.execute) return next(req);
+    const started = performance.now();
+    try {
+      const res = await next(req);
+      const failed = !res.stream && (res.message as ExecuteResponse).error !== undefined;
+      observe(failed ? 'error' : 'ok', started);
+      return res;
+    } catch (err) {
+      observe(outcomeOfError(err), started);
+      throw err;
+    }
+  };
+  return { registry, interceptor };
+}
+
+/** The outcome of an Execute call that ended with a gRPC status other than OK. */
+export function outcomeOfError(err: unknown): ExecuteOutcome {
+  switch (ConnectError.from(err).code) {
+    case Code.InvalidArgument:
+    case Code.Unauthenticated:
+    case Code.PermissionDenied:
+      return 'rejected';
+    case Code.ResourceExhausted:
+    case Code.Unavailable:
+      return 'busy';
+    case Code.Canceled:
+    case Code.DeadlineExceeded:
+      return 'cancelled';
+    default:
+      return 'internal';
+  }
+}
