@@ -1,6 +1,8 @@
 import { ConfigError } from '../config/env-parsers.js';
 import { loadGatewayConfig } from '../config/gateway-config.js';
+import { loadExecutorConfig } from '../config/executor-config.js';
 import { loadRunnerConfig } from '../config/runner-config.js';
+import { startExecutor } from '../executor/index.js';
 import { startGateway } from '../../gateway/index.js';
 import { createLogger } from '../logging/logger.js';
 import { startRunnerServer } from '../../runner/server/runner-server.js';
@@ -11,6 +13,7 @@ const USAGE = `usage: ldbox <command>
   dev                 everything on one machine (today: the runner)
   runner              the sandbox runner (gRPC/Connect on LDBOX_RUNNER_PORT, default 50051)
   gateway             the webhook gateway and control plane (HTTP on LDBOX_GATEWAY_PORT, default 8080; needs NATS_URL)
+  executor            runs queued workflows on the runners of LDBOX_RUNNER_URLS (health and metrics on LDBOX_EXECUTOR_PORT, default 8081)
   run FILE.js [...]   run integration code locally in the sandbox; see 'ldbox run --help'
 `;
 
@@ -30,8 +33,7 @@ export async function runCli(argv: readonly string[]): Promise<number> {
       case 'gateway':
         return await serveGateway();
       case 'executor':
-        stderr(`ldbox ${command}: not available in this version yet\n`);
-        return 2;
+        return await serveExecutor();
       case undefined:
       case 'help':
       case '--help':
@@ -68,6 +70,17 @@ async function serveGateway(): Promise<number> {
   await untilSignal();
   log.info('shutting down');
   await gateway.close();
+  return 0;
+}
+
+async function serveExecutor(): Promise<number> {
+  const config = loadExecutorConfig(process.env);
+  const log = createLogger('executor', process.env.LDBOX_LOG_LEVEL ?? 'info');
+  const executor = await startExecutor(config, log);
+  stdout(`executor: http://${config.host}:${executor.port} (/healthz, /readyz, /metrics); runners ${config.runnerUrls.join(', ')}\n`);
+  await untilSignal();
+  log.info('shutting down');
+  await executor.close();
   return 0;
 }
 

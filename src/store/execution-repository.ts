@@ -16,6 +16,7 @@
  */
 import { create, fromJson, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import type { JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import {
   type Execution,
@@ -24,7 +25,9 @@ import {
   NodeExecutionSchema,
   TriggerSchema,
 } from '../gen/ldbox/workflows/v1/workflows_pb.js';
+import { KV_BUCKETS } from '../nats/streams.js';
 import { isExecutionId } from '../workflows/ids.js';
+import { kvKeys, kvLastByPattern } from './kv-index.js';
 import { decodeJson, decodePageToken, encodeJson, encodePageToken, isWrongRevision, unavailable } from './store-errors.js';
 
 export type ExecutionStatusName = 'queued' | 'running' | 'succeeded' | 'failed';
@@ -45,6 +48,13 @@ export interface ExecutionRecord {
   finishedAt: string | null;
   attempts: number;
   costUnits: number;
+  /**
+   * True once `costUnits` was added to the workspace's spend (set by the executor after the final
+   * status, so that a redelivery of a finished execution charges only if the first delivery did not).
+   */
+  charged?: boolean;
+  /** Nodes whose output was too large to record (the executor's own bookkeeping, not shown). */
+  unrecordedOutputs?: string[];
 }
 
 export interface ExecutionPage {
@@ -82,7 +92,11 @@ export function toProtoExecution(r: ExecutionRecord): Execution {
 }
 
 export class ExecutionRepository {
-  constructor(private readonly executions: KV) {}
+  constructor(
+    private readonly executions: KV,
+    private readonly jsm: JetStreamManager,
+    private readonly bucket: string = KV_BUCKETS.executions,
+  ) {}
 
   /** Creates the record unless one exists; false when it existed (the executor was first). */
   async createIfAbsent(record: ExecutionRecord): Promise<boolean> {
@@ -104,15 +118,20 @@ export class ExecutionRepository {
     }
   }
 
-  /** One execution by id; undefined when there is none (or it expired). */
+  /** One execution by its workflow and id, with one direct read (the executor's lookup). */
+  find(workflowId: string, executionId: string): Promise<ExecutionRecord | undefined> {
+    return this.#read(executionKey(workflowId, executionId));
+  }
+
+  /** One execution by id; undefined when there is none (or it expired). One request: see kv-index.ts. */
   async get(executionId: string): Promise<ExecutionRecord | undefined> {
-    let key: string | undefined;
+    let e;
     try {
-      for await (const k of await this.executions.keys(`*.${executionId}`)) key ??= k;
+      e = await kvLastByPattern(this.jsm, this.bucket, `*.${executionId}`);
     } catch (err) {
-      throw unavailable('finding the execution failed', err);
+      throw unavailable('reading the execution failed', err);
     }
-    return key === undefined ? undefined : this.#read(key);
+    return e === undefined ? undefined : decodeJson<ExecutionRecord>(e.value);
   }
 
   async #read(key: string): Promise<ExecutionRecord | undefined> {
@@ -136,7 +155,7 @@ export class ExecutionRepository {
     const ids: string[] = [];
     const prefix = `${workflowId}.`;
     try {
-      for await (const k of await this.executions.keys(`${workflowId}.*`)) {
+      for (const k of await kvKeys(this.jsm, this.bucket, `${workflowId}.*`)) {
         const id = k.slice(prefix.length);
         if (before === undefined || id < before) ids.push(id);
       }

@@ -13,7 +13,10 @@
  * Writes are compare-and-set on the KV revision, so two concurrent control-plane calls (a rotation and a
  * method switch) never lose one another's change.
  */
+import type { JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
+import { KV_BUCKETS } from '../nats/streams.js';
+import { kvKeys } from './kv-index.js';
 import { isWorkflowId } from '../workflows/ids.js';
 import type { WorkflowRecord } from '../workflows/workflow-model.js';
 import { decodeJson, decodePageToken, encodeJson, encodePageToken, isWrongRevision, StoreConflictError, unavailable } from './store-errors.js';
@@ -30,6 +33,8 @@ export class WorkflowRepository {
   constructor(
     private readonly workflows: KV,
     private readonly webhooks: KV,
+    private readonly jsm: JetStreamManager,
+    private readonly bucket: string = KV_BUCKETS.workflows,
   ) {}
 
   /** Stores a new workflow (create-if-absent on its id) and its webhook index entry. */
@@ -109,7 +114,8 @@ export class WorkflowRepository {
     let ids: string[];
     try {
       ids = [];
-      for await (const k of await this.workflows.keys()) if (k > after) ids.push(k);
+      // Not kv.keys(): it can hang while keys are rewritten (see kv-index.ts).
+      for (const k of await kvKeys(this.jsm, this.bucket)) if (k > after) ids.push(k);
     } catch (err) {
       throw unavailable('listing workflows failed', err);
     }

@@ -1,0 +1,268 @@
+/**
+ * One execution of a workflow, from its job: render each node's input, call the runner's `Execute`, and
+ * keep the execution record up to date (queued → running → succeeded / failed, per-node entries, error,
+ * times, cost), then charge the workspace.
+ *
+ * Exactly once in the record, at least once in effect:
+ * - a job whose execution is already succeeded or failed is a no-op (a redelivery after the record was
+ *   written but before the ack arrived): only a missing charge is made up;
+ * - a redelivered job whose execution stopped half-way (the executor died) resumes after the last node
+ *   that succeeded, reusing its recorded output; the node that was running when the executor died runs
+ *   again (the runner cannot tell whether its side effects happened; integration code that must not
+ *   repeat them keys them on `data.input`'s execution id or its own idempotency keys);
+ * - the cost is charged once per execution: the final record says `charged: false` until the charge is
+ *   made, so a crash between the two makes the redelivery charge, and only a crash between the charge and
+ *   the next write could charge twice.
+ *
+ * Failures:
+ * - a template that does not resolve, code that throws / times out / runs out of memory, or a runner that
+ *   refuses the request as such (INVALID_ARGUMENT) fail the execution at once, for good;
+ * - runners that cannot be reached, and NATS errors while writing the record, throw: the job is retried
+ *   later, and when its attempts are used up {@link recordExhausted} records the failure.
+ */
+import { toJson, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
+import { ValueSchema } from '@bufbuild/protobuf/wkt';
+import { ResultKind } from '../gen/ldbox/runner/v1/runner_pb.js';
+import type { Logger } from '../logging/logger.js';
+import type { ExecutionRecord, ExecutionRepository } from '../store/execution-repository.js';
+import type { WorkspaceRepository } from '../store/workspace-repository.js';
+import { isTemplateError, renderTemplates } from '../workflows/template.js';
+import type { WebhookJob } from '../workflows/webhook-job.js';
+import type { NodeRecord, WorkflowRecord } from '../workflows/workflow-model.js';
+import { nodeCostUnits, nodeEntry, type NodeOutcome, nodeShareBytes, readStoredNode, runError } from './execution-record.js';
+import { RunnerRejectedError, type RunnerClients } from './runner-clients.js';
+
+export type RunOutcome = 'succeeded' | 'failed' | 'already_finished';
+export type ExecuteOutcome = 'ok' | 'code_error' | 'runner_error';
+
+export interface ExecutionObserver {
+  /** A node's `Execute` call ended. */
+  execute?(seconds: number, outcome: ExecuteOutcome): void;
+}
+
+export interface ExecutionDeps {
+  executions: Pick<ExecutionRepository, 'find' | 'put'>;
+  workflows: { get(id: string): Promise<WorkflowRecord | undefined> };
+  workspaces: Pick<WorkspaceRepository, 'charge'>;
+  runners: Pick<RunnerClients, 'execute'>;
+  /** Deadline of an `Execute` call whose node sets no timeout; a node's own timeout gets the same slack. */
+  executeDeadlineMs: number;
+  executeDeadlineSlackMs: number;
+  /** The largest record NATS takes (its `max_payload`). */
+  maxRecordBytes: () => number;
+  log: Logger;
+  observer?: ExecutionObserver;
+  now?: () => Date;
+}
+
+/** A failure that may pass: the job is given back and tried again. */
+export class RetryableRunError extends Error {
+  override readonly name = 'RetryableRunError';
+}
+
+const jsonBytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v), 'utf8');
+const isFinal = (r: ExecutionRecord | undefined): boolean => r?.status === 'succeeded' || r?.status === 'failed';
+
+/**
+ * Runs (or resumes, or recognises as done) the execution of `job`; `attempt` is the job's delivery count.
+ * Resolves once the final record is written and the workspace charged; throws to have the job retried.
+ */
+export async function runExecution(job: WebhookJob, attempt: number, deps: ExecutionDeps, signal?: AbortSignal): Promise<RunOutcome> {
+  const now = deps.now ?? (() => new Date());
+  const existing = await deps.executions.find(job.workflowId, job.executionId);
+  if (existing && isFinal(existing)) {
+    await settleCharge(existing, deps);
+    return 'already_finished';
+  }
+  const rec: ExecutionRecord = {
+    id: job.executionId,
+    workflowId: job.workflowId,
+    workspace: job.workspace,
+    status: 'running',
+    trigger: job.trigger,
+    nodes: existing?.nodes ?? [],
+    error: '',
+    createdAt: existing?.createdAt ?? job.receivedAt,
+    startedAt: now().toISOString(),
+    finishedAt: null,
+    attempts: Math.max((existing?.attempts ?? 0) + 1, attempt),
+    costUnits: existing?.costUnits ?? 0,
+    charged: false,
+    unrecordedOutputs: existing?.unrecordedOutputs ?? [],
+  };
+
+  const workflow = await deps.workflows.get(job.workflowId);
+  if (!workflow) return finish(rec, 'failed', `workflow ${job.workflowId} was deleted before the execution ran`, deps);
+
+  const share = nodeShareBytes(deps.maxRecordBytes(), jsonBytes(job.trigger), workflow.nodes.length);
+  const outputs: Record<string, { output: JsonValue }> = Object.create(null);
+  let resumeAt = 0;
+  for (const [i, node] of workflow.nodes.entries()) {
+    const stored = rec.nodes[i] === undefined ? undefined : readStoredNode(rec.nodes[i]!);
+    if (!stored || stored.id !== node.id || !stored.succeeded || rec.unrecordedOutputs!.includes(node.id)) break;
+    outputs[node.id] = { output: stored.output };
+    resumeAt = i + 1;
+  }
+  rec.nodes = rec.nodes.slice(0, resumeAt);
+  rec.unrecordedOutputs = rec.unrecordedOutputs!.filter((id) => workflow.nodes.slice(0, resumeAt).some((n) => n.id === id));
+  await deps.executions.put(rec);
+
+  for (const [i, node] of workflow.nodes.entries()) {
+    if (i < resumeAt) continue;
+    const started = async (startedAt: Date): Promise<void> => {
+      // Nodes appear in the record once they start, so a reader sees which one is running.
+      rec.nodes[i] = nodeEntry({ id: node.id, status: 'running', startedAt }, share).json;
+      await deps.executions.put(rec);
+    };
+    const outcome = await runNode(node, job, outputs, started, deps, signal, now);
+    const entry = nodeEntry(outcome.node, share);
+    rec.nodes[i] = entry.json;
+    rec.costUnits += outcome.costUnits;
+    if (!entry.outputRecorded) rec.unrecordedOutputs!.push(node.id);
+    if (outcome.node.status === 'failed') return finish(rec, 'failed', runError(node.id, outcome.node.error!.message), deps);
+    outputs[node.id] = { output: outcome.node.output ?? null };
+    if (i < workflow.nodes.length - 1) await deps.executions.put(rec);
+  }
+  return finish(rec, 'succeeded', '', deps);
+}
+
+interface NodeRun {
+  node: NodeOutcome;
+  costUnits: number;
+}
+
+async function runNode(
+  node: NodeRecord,
+  job: WebhookJob,
+  outputs: Record<string, { output: JsonValue }>,
+  started: (startedAt: Date) => Promise<void>,
+  deps: ExecutionDeps,
+  signal: AbortSignal | undefined,
+  now: () => Date,
+): Promise<NodeRun> {
+  const startedAt = now();
+  let input: JsonObject;
+  try {
+    input = renderTemplates(node.input, { trigger: { output: job.trigger }, nodes: outputs }, { field: 'input' }) as JsonObject;
+  } catch (err) {
+    if (!isTemplateError(err)) throw err;
+    const message = err.field ? `${err.field}: ${err.message}` : err.message;
+    return { node: { id: node.id, status: 'failed', startedAt, finishedAt: now(), error: { kind: 'template', message } }, costUnits: 0 };
+  }
+  await started(startedAt);
+  const timeoutMs = node.limits.timeoutMs > 0 ? node.limits.timeoutMs + deps.executeDeadlineSlackMs : deps.executeDeadlineMs;
+  const t0 = performance.now();
+  let res;
+  try {
+    res = await deps.runners.execute(
+      {
+        code: node.code,
+        input,
+        auth: node.auth,
+        limits: { timeoutMs: node.limits.timeoutMs, memoryBytes: BigInt(node.limits.memoryBytes) },
+        resultKind: ResultKind.GENERIC,
+        requestId: `${job.executionId}.${node.id}`,
+      },
+      { timeoutMs, signal },
+    );
+  } catch (err) {
+    deps.observer?.execute?.((performance.now() - t0) / 1000, 'runner_error');
+    if (err instanceof RunnerRejectedError) {
+      return { node: { id: node.id, status: 'failed', startedAt, finishedAt: now(), error: { kind: 'runner', message: err.message } }, costUnits: 0 };
+    }
+    throw new RetryableRunError(`node ${JSON.stringify(node.id)}: ${(err as Error).message}`, { cause: err });
+  }
+  const costUnits = nodeCostUnits(res.stats?.wallTimeMs ?? 0);
+  const finishedAt = now();
+  if (res.error) {
+    deps.observer?.execute?.((performance.now() - t0) / 1000, 'code_error');
+    const e = res.error;
+    const message = e.name ? `${e.name}: ${e.message}` : e.message;
+    return { node: { id: node.id, status: 'failed', startedAt, finishedAt, logs: res.logs, error: { kind: 'code', message, codeError: e } }, costUnits };
+  }
+  deps.observer?.execute?.((performance.now() - t0) / 1000, 'ok');
+  const output = res.result ? (toJson(ValueSchema, res.result) as JsonValue) : null;
+  return { node: { id: node.id, status: 'succeeded', startedAt, finishedAt, logs: res.logs, output }, costUnits };
+}
+
+/** Writes the final record, then charges the workspace. */
+async function finish(rec: ExecutionRecord, status: 'succeeded' | 'failed', error: string, deps: ExecutionDeps): Promise<RunOutcome> {
+  rec.status = status;
+  rec.error = error;
+  rec.finishedAt = (deps.now ?? (() => new Date()))().toISOString();
+  rec.charged = rec.costUnits === 0;
+  await deps.executions.put(rec);
+  await settleCharge(rec, deps);
+  return status;
+}
+
+/** Adds a finished execution's cost to its workspace unless that was done. */
+async function settleCharge(rec: ExecutionRecord, deps: ExecutionDeps): Promise<void> {
+  // Records written before the `charged` field existed, and queued ones, have it undefined: nothing owed.
+  if (rec.charged !== false) return;
+  if (rec.costUnits > 0) await deps.workspaces.charge(rec.workspace, rec.costUnits, (deps.now ?? (() => new Date()))());
+  rec.charged = true;
+  await deps.executions.put(rec);
+}
+
+/**
+ * Records the failure of a job whose attempts are used up: `error` is what failed the last attempt, or
+ * undefined when the job came back after an attempt that died without settling (the executor was
+ * killed). A node left running is marked failed with a runner error.
+ */
+export async function recordExhausted(job: WebhookJob, attempts: number, error: unknown, deps: ExecutionDeps): Promise<void> {
+  const now = deps.now ?? (() => new Date());
+  const existing = await deps.executions.find(job.workflowId, job.executionId);
+  if (existing && isFinal(existing)) return settleCharge(existing, deps);
+  const reason = error === undefined ? `the executor stopped during attempt ${attempts - 1} (the last one)` : (error as Error)?.message ?? String(error);
+  const rec: ExecutionRecord = {
+    id: job.executionId,
+    workflowId: job.workflowId,
+    workspace: job.workspace,
+    status: 'running',
+    trigger: job.trigger,
+    nodes: existing?.nodes ?? [],
+    error: '',
+    createdAt: existing?.createdAt ?? job.receivedAt,
+    startedAt: existing?.startedAt ?? null,
+    finishedAt: null,
+    attempts: Math.max(existing?.attempts ?? 0, attempts),
+    costUnits: existing?.costUnits ?? 0,
+    charged: false,
+    unrecordedOutputs: existing?.unrecordedOutputs ?? [],
+  };
+  // The node that was running when the last attempt ended: the entry after the succeeded ones, if any.
+  const last = rec.nodes.length > 0 ? readStoredNode(rec.nodes[rec.nodes.length - 1]!) : undefined;
+  let message = `gave up after ${rec.attempts} attempts: ${reason}`;
+  if (last && !last.succeeded) {
+    const startedAt = new Date(String((rec.nodes[rec.nodes.length - 1] as JsonObject).startedAt ?? now().toISOString()));
+    rec.nodes[rec.nodes.length - 1] = nodeEntry(
+      { id: last.id, status: 'failed', startedAt, finishedAt: now(), error: { kind: 'runner', message } },
+      Number.MAX_SAFE_INTEGER,
+    ).json;
+    message = runError(last.id, message);
+  }
+  await finish(rec, 'failed', message, deps);
+}
+
+/** Records a job that could be read only in part (its ids) as a failed execution. */
+export async function recordMalformed(ids: { workflowId: string; executionId: string }, message: string, deps: ExecutionDeps): Promise<void> {
+  const existing = await deps.executions.find(ids.workflowId, ids.executionId);
+  if (existing && isFinal(existing)) return;
+  const nowIso = (deps.now ?? (() => new Date()))().toISOString();
+  await deps.executions.put({
+    id: ids.executionId,
+    workflowId: ids.workflowId,
+    workspace: existing?.workspace ?? '',
+    status: 'failed',
+    trigger: existing?.trigger ?? { body: {}, query: {} },
+    nodes: [],
+    error: message,
+    createdAt: existing?.createdAt ?? nowIso,
+    startedAt: null,
+    finishedAt: nowIso,
+    attempts: (existing?.attempts ?? 0) + 1,
+    costUnits: 0,
+    charged: true,
+  });
+}

@@ -1,0 +1,128 @@
+/**
+ * The executor's side of `RunnerService.Execute`: one gRPC client (HTTP/2, connect-node) per runner of
+ * LDBOX_RUNNER_URLS, called in turn.
+ *
+ * Balancing: round robin over the runners not in their cool-down. A runner that answers UNAVAILABLE
+ * (down, shutting down), RESOURCE_EXHAUSTED (its pool queue is full) or fails at the network level is
+ * skipped for {@link COOL_DOWN_MS} and the call goes to the next one; only when every runner refused does
+ * the call fail, with {@link RunnerUnavailableError}, which the executor treats as transient (the job is
+ * retried later, and recorded as failed once its attempts are used up).
+ *
+ * A runner refusing the request itself (INVALID_ARGUMENT: e.g. input over the runner's limit) is not
+ * retried anywhere: {@link RunnerRejectedError} is final for the node.
+ */
+import { Code, ConnectError, createClient, type Client, type Interceptor } from '@connectrpc/connect';
+import { createGrpcTransport } from '@connectrpc/connect-node';
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import { type ExecuteRequestSchema, type ExecuteResponse, RunnerService } from '../gen/ldbox/runner/v1/runner_pb.js';
+
+/** How long a runner that refused a call is passed over (unless every runner is). */
+export const COOL_DOWN_MS = 1000;
+
+/** Every runner refused or could not be reached: try again later. */
+export class RunnerUnavailableError extends Error {
+  override readonly name = 'RunnerUnavailableError';
+}
+
+/** The runner refused the request as such (INVALID_ARGUMENT, …): retrying will not help. */
+export class RunnerRejectedError extends Error {
+  override readonly name = 'RunnerRejectedError';
+  constructor(
+    message: string,
+    readonly code: Code,
+  ) {
+    super(message);
+  }
+}
+
+/** A call failed for a reason that may pass (deadline exceeded, internal error, unauthenticated, …). */
+export class RunnerCallError extends Error {
+  override readonly name = 'RunnerCallError';
+  constructor(
+    message: string,
+    readonly code: Code,
+  ) {
+    super(message);
+  }
+}
+
+export type ExecuteInit = MessageInitShape<typeof ExecuteRequestSchema>;
+
+interface Runner {
+  url: string;
+  client: Client<typeof RunnerService>;
+  coolUntil: number;
+}
+
+/** Codes after which the next runner is tried at once. */
+const TRY_NEXT = new Set([Code.Unavailable, Code.ResourceExhausted, Code.Aborted]);
+/** Codes that say the request itself is wrong. */
+const FINAL = new Set([Code.InvalidArgument, Code.FailedPrecondition, Code.OutOfRange, Code.Unimplemented]);
+
+export class RunnerClients {
+  readonly #runners: Runner[];
+  #next = 0;
+
+  constructor(urls: readonly string[], token: string | undefined, opts: { readMaxBytes?: number } = {}) {
+    if (urls.length === 0) throw new Error('RunnerClients needs at least one runner URL');
+    const auth: Interceptor = (next) => (req) => {
+      req.header.set('authorization', `Bearer ${token}`);
+      return next(req);
+    };
+    this.#runners = urls.map((url) => ({
+      url,
+      coolUntil: 0,
+      client: createClient(
+        RunnerService,
+        createGrpcTransport({
+          baseUrl: url,
+          // A response holds the result plus logs: 8 MiB + 2 MiB by the runner's defaults.
+          readMaxBytes: opts.readMaxBytes ?? 64 * 1024 * 1024,
+          interceptors: token ? [auth] : [],
+          pingIntervalMs: 10_000,
+          idleConnectionTimeoutMs: 60_000,
+        }),
+      ),
+    }));
+  }
+
+  get urls(): string[] {
+    return this.#runners.map((r) => r.url);
+  }
+
+  /**
+   * Runs one call on some runner. Resolves with the runner's response (a user-code error is a response,
+   * not a rejection); rejects with {@link RunnerUnavailableError}, {@link RunnerRejectedError} or
+   * {@link RunnerCallError}.
+   */
+  async execute(req: ExecuteInit, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<ExecuteResponse> {
+    const order = this.#order();
+    const refusals: string[] = [];
+    for (const runner of order) {
+      try {
+        return await runner.client.execute(req, { timeoutMs: opts.timeoutMs, signal: opts.signal });
+      } catch (err) {
+        const e = ConnectError.from(err);
+        if (opts.signal?.aborted) throw new RunnerCallError(`the call was cancelled: ${e.rawMessage}`, Code.Canceled);
+        if (TRY_NEXT.has(e.code)) {
+          runner.coolUntil = Date.now() + COOL_DOWN_MS;
+          refusals.push(`${runner.url}: ${Code[e.code]} ${e.rawMessage}`);
+          continue;
+        }
+        if (FINAL.has(e.code)) throw new RunnerRejectedError(`the runner refused the call: ${e.rawMessage}`, e.code);
+        throw new RunnerCallError(`the runner call failed (${Code[e.code]}): ${e.rawMessage}`, e.code);
+      }
+    }
+    throw new RunnerUnavailableError(`no runner took the call: ${refusals.join('; ')}`);
+  }
+
+  /** Every runner once, starting at the next in turn, those in cool-down last. */
+  #order(): Runner[] {
+    const n = this.#runners.length;
+    const start = this.#next;
+    this.#next = (this.#next + 1) % n;
+    const now = Date.now();
+    const rotated = Array.from({ length: n }, (_, i) => this.#runners[(start + i) % n]!);
+    return [...rotated.filter((r) => r.coolUntil <= now), ...rotated.filter((r) => r.coolUntil > now)];
+  }
+}

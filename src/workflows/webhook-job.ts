@@ -1,0 +1,60 @@
+/**
+ * The message the gateway puts on the JOBS stream for one accepted webhook call (subject
+ * `ldbox.jobs.<workflowId>`, `Nats-Msg-Id` = the execution id), and the executor's check of it.
+ *
+ * The check is strict because a job is input from the queue, not from this process: anything that is not
+ * exactly this shape is refused with a message saying what is wrong, never half-run.
+ */
+import type { JsonObject } from '@bufbuild/protobuf';
+import { isExecutionId, isWorkflowId } from './ids.js';
+
+export interface WebhookJob {
+  /** Format version. */
+  v: 1;
+  executionId: string;
+  workflowId: string;
+  workspace: string;
+  /** ISO-8601: when the gateway accepted the call (the execution's `createdAt`). */
+  receivedAt: string;
+  /** `trigger.output`: the parsed body (`{}` when empty) and the query without `secret`. */
+  trigger: { body: JsonObject; query: JsonObject };
+}
+
+/** A job that cannot be read; `ids` holds what could be read of it, for recording the failure. */
+export class MalformedJobError extends Error {
+  override readonly name = 'MalformedJobError';
+  constructor(
+    message: string,
+    readonly ids: { workflowId?: string; executionId?: string },
+  ) {
+    super(message);
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Parses and checks a job's bytes; throws {@link MalformedJobError}. */
+export function parseWebhookJob(data: Uint8Array): WebhookJob {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8'));
+  } catch {
+    throw new MalformedJobError(`the job is not JSON (${data.byteLength} bytes)`, {});
+  }
+  if (!isObject(raw)) throw new MalformedJobError('the job is not a JSON object', {});
+  const ids = {
+    workflowId: typeof raw.workflowId === 'string' && isWorkflowId(raw.workflowId) ? raw.workflowId : undefined,
+    executionId: typeof raw.executionId === 'string' && isExecutionId(raw.executionId) ? raw.executionId : undefined,
+  };
+  const fail = (what: string): never => {
+    throw new MalformedJobError(`the job is malformed: ${what}`, ids);
+  };
+  if (raw.v !== 1) fail(`unknown format version ${JSON.stringify(raw.v)}`);
+  if (!ids.workflowId) fail('workflowId is not a workflow id');
+  if (!ids.executionId) fail('executionId is not an execution id');
+  if (typeof raw.workspace !== 'string' || raw.workspace === '') fail('workspace is missing');
+  if (typeof raw.receivedAt !== 'string' || Number.isNaN(Date.parse(raw.receivedAt))) fail('receivedAt is not a time');
+  const trigger = raw.trigger;
+  if (!isObject(trigger) || !isObject(trigger.body) || !isObject(trigger.query)) fail('trigger.body and trigger.query must be objects');
+  return raw as unknown as WebhookJob;
+}

@@ -1,0 +1,194 @@
+/**
+ * The executor end to end: webhook → JetStream → executor → runner → execution record, against a real
+ * nats-server and a real runner on loopback.
+ */
+import t from 'tap';
+import { hook, rpc } from '../gateway/harness.js';
+import { waitFor } from '../nats/util.js';
+import { createFlow, getExecution, getWorkspace, stackFixture, waitForFinish } from './harness.js';
+
+t.test('a webhook runs its workflow: trigger body and query reach the nodes, templates of every form, outputs chain', async (t) => {
+  const s = await stackFixture(t);
+  const wf = await createFlow(s.base, [
+    {
+      id: 'first',
+      code: 'ld.log("token is", data.auth.token); return { got: data.input, n: data.input.count + 1 };',
+      input: {
+        whole: '{{trigger.output.body.user}}',
+        count: '{{trigger.output.body.count}}',
+        text: 'hello {{trigger.output.body.user.name}}, page {{trigger.output.query.page}}',
+        tags: '{{trigger.output.query.tag}}',
+      },
+      auth: { token: 's3cr3t-value' },
+    },
+    { id: 'second', code: 'return { doubled: data.input.n * 2, from: data.input.label };', input: { n: '{{nodes.first.output.n}}', label: 'n={{nodes.first.output.n}}' } },
+  ]);
+  const r = await hook(s.base, wf.id, { body: { user: { name: 'Ada', id: 7 }, count: 41 }, query: 'page=3&tag=a&tag=b' });
+  t.equal(r.status, 202);
+  const ex = await waitForFinish(s.base, r.json.executionId);
+  t.equal(ex.status, 'EXECUTION_STATUS_SUCCEEDED', JSON.stringify(ex));
+  t.equal(ex.workflowId, wf.id);
+  t.same(ex.trigger, { body: { user: { name: 'Ada', id: 7 }, count: 41 }, query: { page: '3', tag: ['a', 'b'] } });
+  t.equal(ex.nodes.length, 2);
+  const [first, second] = ex.nodes;
+  t.equal(first.id, 'first');
+  t.equal(first.status, 'EXECUTION_STATUS_SUCCEEDED');
+  t.same(first.output.got, { whole: { name: 'Ada', id: 7 }, count: 41, text: 'hello Ada, page 3', tags: ['a', 'b'] }, 'whole-value templates keep their JSON type, embedded ones interpolate');
+  t.same(first.logs, [{ level: 'LOG_LEVEL_INFO', message: 'token is [REDACTED]' }], 'auth values are redacted in recorded logs');
+  t.same(second.output, { doubled: 84, from: 'n=42' }, "a later node reads an earlier node's output");
+  t.ok(ex.startedAt && ex.finishedAt && ex.createdAt, 'timings are recorded');
+  t.equal(ex.attempts, 1);
+  t.ok(Number(ex.costUnits) >= 2, 'each node that ran costs at least one unit');
+  t.notOk(JSON.stringify(ex).includes('s3cr3t-value'), 'the auth value appears nowhere in the execution');
+  const ws = await getWorkspace(s.base, 'ws');
+  t.equal(String(ws.spentUnits), String(ex.costUnits), 'the run was charged to its workspace once');
+});
+
+t.test('a code error fails the execution at that node; later nodes do not run', async (t) => {
+  const s = await stackFixture(t);
+  const wf = await createFlow(s.base, [
+    { id: 'boom', code: 'ld.log("before"); throw new TypeError("no such thing");' },
+    { id: 'never', code: 'return 1' },
+  ]);
+  const r = await hook(s.base, wf.id, { body: {} });
+  const ex = await waitForFinish(s.base, r.json.executionId);
+  t.equal(ex.status, 'EXECUTION_STATUS_FAILED');
+  t.equal(ex.error, 'node "boom" failed: TypeError: no such thing');
+  t.equal(ex.nodes.length, 1, 'the node after the failure is absent');
+  t.equal(ex.nodes[0].error.kind, 'NODE_ERROR_KIND_CODE');
+  t.equal(ex.nodes[0].error.codeError.kind, 'ERROR_KIND_THROWN');
+  t.same(ex.nodes[0].logs, [{ level: 'LOG_LEVEL_INFO', message: 'before' }]);
+  t.equal(ex.attempts, 1, 'a user-code error is not retried');
+});
+
+t.test('a template path that does not exist fails the node before its code runs', async (t) => {
+  const s = await stackFixture(t);
+  const wf = await createFlow(s.base, [{ id: 'a', code: 'ld.log("ran"); return 1', input: { email: '{{trigger.output.body.user.email}}' } }]);
+  const r = await hook(s.base, wf.id, { body: { user: { name: 'x' } } });
+  const ex = await waitForFinish(s.base, r.json.executionId);
+  t.equal(ex.status, 'EXECUTION_STATUS_FAILED');
+  t.equal(ex.nodes[0].error.kind, 'NODE_ERROR_KIND_TEMPLATE');
+  t.match(ex.nodes[0].error.message, /input\.email.*\{\{trigger\.output\.body\.user\.email\}\}.*email/);
+  t.notOk(ex.nodes[0].logs, 'the code did not run');
+  t.match(ex.error, /^node "a" failed: /);
+  t.equal(String(ex.costUnits ?? '0'), '0', 'nothing ran, nothing is charged');
+});
+
+t.test('timeouts and memory limits of a node are its own failure, typed', async (t) => {
+  const s = await stackFixture(t);
+  const wf = await createFlow(s.base, [{ id: 'spin', code: 'while (true) {}', limits: { timeoutMs: 200 } }]);
+  const r = await hook(s.base, wf.id, { body: {} });
+  const ex = await waitForFinish(s.base, r.json.executionId);
+  t.equal(ex.status, 'EXECUTION_STATUS_FAILED');
+  t.equal(ex.nodes[0].error.codeError.kind, 'ERROR_KIND_TIMEOUT');
+});
+
+t.test('runners unreachable: the job is retried, then recorded as failed with the reason once attempts are used up', async (t) => {
+  const s = await stackFixture(t, { noRunner: true, executorEnv: { LDBOX_EXECUTOR_MAX_ATTEMPTS: '2' } });
+  const wf = await createFlow(s.base, [{ id: 'a', code: 'return 1' }]);
+  const r = await hook(s.base, wf.id, { body: {} });
+  const ex = await waitForFinish(s.base, r.json.executionId, 30_000);
+  t.equal(ex.status, 'EXECUTION_STATUS_FAILED');
+  t.equal(ex.attempts, 2);
+  t.match(ex.error, /^node "a" failed: gave up after 2 attempts: .*no runner took the call/);
+  t.equal(ex.nodes[0].error.kind, 'NODE_ERROR_KIND_RUNNER');
+});
+
+t.test('a runner that comes back: the retried job succeeds', async (t) => {
+  const s = await stackFixture(t, { noExecutor: true });
+  // The first runner URL is a closed port: every call goes to the live one after the first refusal.
+  await s.startExecutor({ LDBOX_RUNNER_URLS: `http://127.0.0.1:9,${s.runner!.url}` });
+  const wf = await createFlow(s.base, [{ id: 'a', code: 'return "ok"' }]);
+  const ids: string[] = [];
+  for (let i = 0; i < 6; i++) ids.push((await hook(s.base, wf.id, { body: { i } })).json.executionId);
+  for (const id of ids) {
+    const ex = await waitForFinish(s.base, id);
+    t.equal(ex.status, 'EXECUTION_STATUS_SUCCEEDED');
+    t.equal(ex.nodes[0].output, 'ok');
+  }
+});
+
+t.test('a redelivered job of a finished execution changes nothing and is not charged again', async (t) => {
+  const s = await stackFixture(t);
+  const wf = await createFlow(s.base, [{ id: 'a', code: 'return Math.random()' }]);
+  const r = await hook(s.base, wf.id, { body: {} });
+  const first = await waitForFinish(s.base, r.json.executionId);
+  // The same job again, as a redelivery after a lost ack would bring it (a new msg id defeats de-dup).
+  const { connect } = await import('@nats-io/transport-node');
+  const { jetstream } = await import('@nats-io/jetstream');
+  const nc = await connect({ servers: s.nats.url });
+  t.teardown(() => nc.close());
+  const job = { v: 1, executionId: first.id, workflowId: wf.id, workspace: 'ws', receivedAt: first.createdAt, trigger: { body: {}, query: {} } };
+  await jetstream(nc).publish(`ldbox.jobs.${wf.id}`, JSON.stringify(job), { msgID: `${first.id}-again` });
+  await waitFor(async () => (await s.executor!.inFlight) === 0 && (await pendingJobs(nc)) === 0, 10_000, 'the redelivered job was consumed');
+  const after = await getExecution(s.base, first.id);
+  t.same(after, first, 'the record is unchanged (same output, same finishedAt)');
+  const ws = await getWorkspace(s.base, 'ws');
+  t.equal(String(ws.spentUnits), String(first.costUnits), 'charged once');
+});
+
+t.test('malformed jobs are removed and, when their ids can be read, recorded as failed', async (t) => {
+  const s = await stackFixture(t);
+  const wf = await createFlow(s.base, [{ id: 'a', code: 'return 1' }]);
+  const { connect } = await import('@nats-io/transport-node');
+  const { jetstream } = await import('@nats-io/jetstream');
+  const nc = await connect({ servers: s.nats.url });
+  t.teardown(() => nc.close());
+  const js = jetstream(nc);
+  await js.publish(`ldbox.jobs.${wf.id}`, 'not json{');
+  const exId = 'ex_' + '0'.repeat(26);
+  await js.publish(`ldbox.jobs.${wf.id}`, JSON.stringify({ v: 1, executionId: exId, workflowId: wf.id, workspace: 'ws', receivedAt: 'never', trigger: {} }));
+  await waitFor(async () => (await pendingJobs(nc)) === 0, 10_000, 'malformed jobs consumed');
+  console.error('consumed', new Date().toISOString());
+  const ex = await getExecution(s.base, exId);
+  t.equal(ex.status, 'EXECUTION_STATUS_FAILED');
+  t.match(ex.error, /the job is malformed: receivedAt is not a time/);
+  // The executor still serves.
+  const r = await hook(s.base, wf.id, { body: {} });
+  t.equal((await waitForFinish(s.base, r.json.executionId)).status, 'EXECUTION_STATUS_SUCCEEDED');
+});
+
+t.test('the executor serves /healthz, /readyz and /metrics with execution counts', async (t) => {
+  const s = await stackFixture(t);
+  const base = `http://127.0.0.1:${s.executor!.port}`;
+  t.equal((await fetch(`${base}/healthz`)).status, 200);
+  await waitFor(() => s.executor!.ready(), 10_000, 'executor ready');
+  t.equal((await fetch(`${base}/readyz`)).status, 200);
+  const wf = await createFlow(s.base, [{ id: 'a', code: 'return 1' }]);
+  const okId = (await hook(s.base, wf.id, { body: {} })).json.executionId;
+  await waitForFinish(s.base, okId);
+  const text = await (await fetch(`${base}/metrics`)).text();
+  t.match(text, /ldbox_executor_executions_total\{outcome="succeeded"\} 1/);
+  t.match(text, /ldbox_executor_execute_seconds_count\{outcome="ok"\} 1/);
+  t.match(text, /ldbox_executor_queue_depth\{state="pending"\} 0/);
+  t.match(text, /ldbox_executor_concurrency 4/);
+  t.match(text, /ldbox_executor_nats_connected 1/);
+  t.equal((await fetch(`${base}/nope`)).status, 404);
+  await s.nats.kill('SIGTERM');
+  await waitFor(async () => (await fetch(`${base}/readyz`)).status === 503, 10_000, 'not ready without NATS');
+  await s.nats.restart();
+  await waitFor(async () => (await fetch(`${base}/readyz`)).status === 200, 20_000, 'ready again');
+});
+
+t.test('executions list newest first through the control plane', async (t) => {
+  const s = await stackFixture(t);
+  const wf = await createFlow(s.base, [{ id: 'a', code: 'return data.input', input: { i: '{{trigger.output.body.i}}' } }]);
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    ids.push((await hook(s.base, wf.id, { body: { i } })).json.executionId);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  for (const id of ids) await waitForFinish(s.base, id);
+  const r = await rpc(s.base, 'ListExecutions', { workflowId: wf.id, pageSize: 2 });
+  t.equal(r.status, 200);
+  t.same(r.json.executions.map((e: any) => e.id), [ids[2], ids[1]]);
+  t.ok(r.json.nextPageToken);
+  t.same(r.json.executions.map((e: any) => e.nodes[0].output), [{ i: 2 }, { i: 1 }]);
+});
+
+async function pendingJobs(nc: import('@nats-io/transport-node').NatsConnection): Promise<number> {
+  const { jetstreamManager } = await import('@nats-io/jetstream');
+  const jsm = await jetstreamManager(nc);
+  const info = await jsm.consumers.info('JOBS', 'executor');
+  return info.num_pending + info.num_ack_pending;
+}

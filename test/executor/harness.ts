@@ -1,0 +1,95 @@
+/**
+ * The whole webhook path on loopback: a real nats-server, the gateway, a runner and an executor (all
+ * in-process unless a test spawns the executor itself), plus helpers to wait for an execution's record.
+ */
+import type { Test } from 'tap';
+import { loadExecutorConfig } from '../../src/config/executor-config.js';
+import { type Executor, startExecutor } from '../../src/executor/index.js';
+import { createLogger, silentLogger } from '../../src/logging/logger.js';
+import { gatewayFixture, type GatewayFixture, rpc } from '../gateway/harness.js';
+import { startTestRunner, type TestRunner } from '../helpers/runner-harness.js';
+import { sleep } from '../nats/util.js';
+
+export interface StackFixture extends GatewayFixture {
+  runner: TestRunner | undefined;
+  executor: Executor | undefined;
+  /** Starts (another) in-process executor with the fixture's settings plus `env`. */
+  startExecutor(env?: Record<string, string>): Promise<Executor>;
+  executorEnv: Record<string, string>;
+}
+
+export interface StackOptions {
+  /** Env of the in-process executor (runner URLs default to the fixture's runner). */
+  executorEnv?: Record<string, string>;
+  runnerEnv?: Record<string, string>;
+  /** Start no runner (the executor's runner URL then points at a closed port unless set). */
+  noRunner?: boolean;
+  /** Start no executor (the test starts its own). */
+  noExecutor?: boolean;
+}
+
+/** Fast retries so that redelivery tests take seconds. */
+export const FAST_RETRY = (): number => 200;
+
+export async function stackFixture(t: Test, opts: StackOptions = {}): Promise<StackFixture> {
+  // LDBOX_TEST_NATS_TRACE=/tmp/nats.log writes nats-server's protocol trace there, for a test that needs explaining.
+  const gw = await gatewayFixture(t, {}, process.env.LDBOX_TEST_NATS_TRACE ? { args: ['-V', '-l', process.env.LDBOX_TEST_NATS_TRACE] } : {});
+  let runner: TestRunner | undefined;
+  if (!opts.noRunner) {
+    runner = await startTestRunner(opts.runnerEnv ?? {});
+    t.teardown(() => runner!.close());
+  }
+  const executorEnv = {
+    NATS_URL: gw.nats.url,
+    LDBOX_EXECUTOR_PORT: '0',
+    LDBOX_RUNNER_URLS: runner ? runner.url : 'http://127.0.0.1:9',
+    LDBOX_EXECUTOR_CONCURRENCY: '4',
+    ...opts.executorEnv,
+  };
+  const start = async (env: Record<string, string> = {}): Promise<Executor> => {
+    // LDBOX_TEST_LOG=debug shows the executor's log when a test needs explaining.
+    const log = process.env.LDBOX_TEST_LOG ? createLogger('executor', process.env.LDBOX_TEST_LOG) : silentLogger();
+    const ex = await startExecutor(loadExecutorConfig({ ...executorEnv, ...env }), log, {
+      nats: { reconnectTimeWaitMs: 100, reconnectJitterMs: 50, connectTimeoutMs: 1000 },
+      pullExpiresMs: 1000,
+      retryDelayMs: FAST_RETRY,
+    });
+    t.teardown(() => ex.close(2000));
+    return ex;
+  };
+  const executor = opts.noExecutor ? undefined : await start();
+  return { ...gw, runner, executor, startExecutor: start, executorEnv };
+}
+
+/** GetExecution over Connect JSON; undefined while there is no record yet. */
+export async function getExecution(base: string, id: string): Promise<any> {
+  const r = await rpc(base, 'GetExecution', { id });
+  if (r.status === 404) return undefined;
+  if (r.status !== 200) throw new Error(`GetExecution: ${r.status} ${r.text}`);
+  return r.json.execution;
+}
+
+/** Polls GetExecution until the execution is succeeded or failed; fails the wait after `timeoutMs`. */
+export async function waitForFinish(base: string, id: string, timeoutMs = 20_000): Promise<any> {
+  const end = Date.now() + timeoutMs;
+  let last: any;
+  while (Date.now() < end) {
+    last = await getExecution(base, id);
+    if (last && (last.status === 'EXECUTION_STATUS_SUCCEEDED' || last.status === 'EXECUTION_STATUS_FAILED')) return last;
+    await sleep(50);
+  }
+  throw new Error(`execution ${id} did not finish within ${timeoutMs} ms; last record: ${JSON.stringify(last)}`);
+}
+
+/** CreateWorkflow with the given nodes and auth method NONE; returns the workflow JSON. */
+export async function createFlow(base: string, nodes: unknown[], opts: { workspace?: string } = {}): Promise<any> {
+  const r = await rpc(base, 'CreateWorkflow', { name: 'flow', workspace: opts.workspace ?? 'ws', nodes, webhook: { authMethod: 'AUTH_METHOD_NONE' } });
+  if (r.status !== 200) throw new Error(`CreateWorkflow: ${r.status} ${r.text}`);
+  return r.json.workflow;
+}
+
+export async function getWorkspace(base: string, name: string): Promise<any> {
+  const r = await rpc(base, 'GetWorkspace', { name }, { service: 'ldbox.workflows.v1.WorkspaceService' });
+  if (r.status !== 200) throw new Error(`GetWorkspace: ${r.status} ${r.text}`);
+  return r.json.workspace;
+}
