@@ -6,11 +6,12 @@ import { startExecutor } from '../executor/index.js';
 import { startGateway } from '../../gateway/index.js';
 import { createLogger } from '../logging/logger.js';
 import { startRunnerServer } from '../../runner/server/runner-server.js';
+import { runDev } from '../dev/dev-command.js';
 import { runCommand } from './run-command.js';
 
 const USAGE = `usage: ldbox <command>
 
-  dev                 everything on one machine (today: the runner)
+  dev                 everything on one machine: nats-server, runner, executor and gateway (see README)
   runner              the sandbox runner (gRPC/Connect on LDBOX_RUNNER_PORT, default 50051)
   gateway             the webhook gateway and control plane (HTTP on LDBOX_GATEWAY_PORT, default 8080; needs NATS_URL)
   executor            runs queued workflows on the runners of LDBOX_RUNNER_URLS (health and metrics on LDBOX_EXECUTOR_PORT, default 8081)
@@ -28,8 +29,9 @@ export async function runCli(argv: readonly string[]): Promise<number> {
       case 'run':
         return await runCommand(rest, process.env, { stdout, stderr });
       case 'runner':
-      case 'dev':
         return await serveRunner();
+      case 'dev':
+        return await runDev(process.env, { stdout, stderr }, untilSignal());
       case 'gateway':
         return await serveGateway();
       case 'executor':
@@ -53,10 +55,18 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   }
 }
 
-/** Resolves on SIGINT or SIGTERM. */
+/** Resolves on SIGINT or SIGTERM; a second one while stopping exits at once. */
 function untilSignal(): Promise<void> {
   return new Promise<void>((resolve) => {
-    const stop = () => resolve();
+    const stop = () => {
+      const force = () => {
+        stderr('stopping now, without waiting for running work\n');
+        process.exit(130);
+      };
+      process.once('SIGINT', force);
+      process.once('SIGTERM', force);
+      resolve();
+    };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });

@@ -107,16 +107,17 @@ export class NatsClient {
     if (this.#state === 'closed') return Promise.reject(new NatsUnavailableError('NATS client closed'));
     if (signal?.aborted) return Promise.reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
     return new Promise((resolve, reject) => {
-      const w = { resolve, reject };
+      const onAbort = () => {
+        this.#waiters = this.#waiters.filter((x) => x !== w);
+        reject(signal!.reason instanceof Error ? signal!.reason : new Error('aborted'));
+      };
+      // Settling either way removes the abort listener: callers wait on one long-lived signal many times.
+      const w = {
+        resolve: (nc: NatsConnection) => (signal?.removeEventListener('abort', onAbort), resolve(nc)),
+        reject: (e: Error) => (signal?.removeEventListener('abort', onAbort), reject(e)),
+      };
       this.#waiters.push(w);
-      signal?.addEventListener(
-        'abort',
-        () => {
-          this.#waiters = this.#waiters.filter((x) => x !== w);
-          reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
-        },
-        { once: true },
-      );
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 

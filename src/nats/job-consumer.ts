@@ -30,6 +30,7 @@ import {
   type JsMsg,
 } from '@nats-io/jetstream';
 import type { MsgHdrs, NatsConnection, Subscription } from '@nats-io/transport-node';
+import { setMaxListeners } from 'node:events';
 import { silentLogger, type Logger } from '../logging/logger.js';
 import type { NatsClient } from './connect.js';
 import { JOBS_STREAM } from './streams.js';
@@ -251,6 +252,8 @@ export function runJobConsumer(opts: RunJobConsumerOptions): JobConsumerLoop {
   const expires = Math.max(1000, opts.pullExpiresMs ?? 5000);
   const ensure = opts.ensure ?? (async (jsm: JetStreamManager) => void (await ensureJobConsumer(jsm, opts)));
   const stopCtl = new AbortController();
+  // Every slot waits on this one signal (for the connection, a pull, a retry pause): not a leak.
+  setMaxListeners(Math.max(1, opts.concurrency ?? 1) * 3 + 10, stopCtl.signal);
   const STOPPED = Symbol('stopped');
   const stopped = new Promise<typeof STOPPED>((r) => stopCtl.signal.addEventListener('abort', () => r(STOPPED), { once: true }));
   let inFlight = 0;
@@ -261,8 +264,10 @@ export function runJobConsumer(opts: RunJobConsumerOptions): JobConsumerLoop {
 
   const sleep = (ms: number) =>
     new Promise<void>((r) => {
-      const t = setTimeout(r, ms);
-      stopCtl.signal.addEventListener('abort', () => (clearTimeout(t), r()), { once: true });
+      // The listener goes when the timer fires: the loop sleeps on every failed pull, for as long as NATS is away.
+      const onAbort = () => (clearTimeout(t), r());
+      const t = setTimeout(() => (stopCtl.signal.removeEventListener('abort', onAbort), r()), ms);
+      stopCtl.signal.addEventListener('abort', onAbort, { once: true });
     });
 
   const watchAdvisories = (nc: NatsConnection) => {

@@ -1,0 +1,134 @@
+/**
+ * `ldbox dev`: the whole service on one machine, in one process plus a local nats-server.
+ *
+ * - NATS: `NATS_URL` when set (an existing server is used as it is); otherwise a nats-server is started
+ *   with its data in `$LDBOX_DATA_DIR/nats` (default `.ldbox/nats`) on `LDBOX_NATS_PORT` (default 4222;
+ *   another free port when 4222 is taken and the port was not asked for; 0 = any free port).
+ * - Tokens: `LDBOX_ADMIN_TOKEN` / `LDBOX_RUNNER_TOKEN` when set; otherwise generated once and kept in
+ *   `$LDBOX_DATA_DIR/admin-token` and `runner-token` (mode 0600), so that a restart keeps working with the
+ *   workflows stored in NATS and the README's quickstart can read the token from the file.
+ * - Then the runner, the executor (pointed at that runner) and the gateway, each with its usual LDBOX_*
+ *   settings (ports 50051, 8081 and 8080 by default; 0 = any free port), and the URLs are printed.
+ * - Ctrl-C (or SIGTERM) stops the gateway, the executor, the runner and nats-server, in that order.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { type Env, intSetting, stringSetting } from '../config/env-parsers.js';
+import { loadExecutorConfig } from '../config/executor-config.js';
+import { loadGatewayConfig } from '../config/gateway-config.js';
+import { loadRunnerConfig } from '../config/runner-config.js';
+import { startExecutor } from '../executor/index.js';
+import { createLogger } from '../logging/logger.js';
+import { startGateway } from '../../gateway/index.js';
+import { startRunnerServer } from '../../runner/server/runner-server.js';
+import { anyFreePort, findNatsServer, type LocalNats, portIsFree, startLocalNats } from './local-nats.js';
+
+export interface DevIo {
+  stdout(s: string): void;
+  stderr(s: string): void;
+}
+
+/** Runs until `stop` resolves (or the local nats-server dies); returns the exit code. */
+export async function runDev(env: Env, io: DevIo, stop: Promise<void>): Promise<number> {
+  const dataDir = resolve(stringSetting(env, 'LDBOX_DATA_DIR', '.ldbox'));
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const level = env.LDBOX_LOG_LEVEL ?? 'info';
+  const adminToken = env.LDBOX_ADMIN_TOKEN || keptToken(join(dataDir, 'admin-token'));
+  const runnerToken = env.LDBOX_RUNNER_TOKEN || keptToken(join(dataDir, 'runner-token'));
+
+  // Check every setting before starting anything, so a typo does not leave a nats-server behind.
+  const runnerConfig = loadRunnerConfig({ ...env, LDBOX_RUNNER_TOKEN: runnerToken });
+  loadGatewayConfig({ ...env, LDBOX_ADMIN_TOKEN: adminToken, NATS_URL: env.NATS_URL || 'nats://127.0.0.1:4222' });
+  loadExecutorConfig({ ...env, NATS_URL: env.NATS_URL || 'nats://127.0.0.1:4222', LDBOX_RUNNER_TOKEN: runnerToken });
+
+  let nats: LocalNats | undefined;
+  let natsUrl = env.NATS_URL ?? '';
+  const cleanups: Array<() => Promise<void>> = [];
+  const stopAll = async () => {
+    for (const c of cleanups.reverse()) await c().catch((err: Error) => io.stderr(`stopping: ${err.message}\n`));
+  };
+  try {
+    if (natsUrl === '') {
+      let bin: string;
+      try {
+        bin = await findNatsServer();
+      } catch (err) {
+        io.stderr(`ldbox dev needs nats-server: ${(err as Error).message}\n(or point NATS_URL at a running nats-server with JetStream)\n`);
+        return 1;
+      }
+      const port = await natsPort(env, io);
+      nats = await startLocalNats(bin, join(dataDir, 'nats'), port);
+      cleanups.push(() => nats!.stop());
+      natsUrl = nats.url;
+    }
+
+    const runner = await startRunnerServer(runnerConfig, createLogger('runner', level));
+    cleanups.push(() => runner.close());
+    const runnerUrl = `http://127.0.0.1:${runner.port}`;
+
+    const executorConfig = loadExecutorConfig({ ...env, NATS_URL: natsUrl, LDBOX_RUNNER_URLS: env.LDBOX_RUNNER_URLS || runnerUrl, LDBOX_RUNNER_TOKEN: runnerToken });
+    const executor = await startExecutor(executorConfig, createLogger('executor', level));
+    cleanups.push(() => executor.close());
+
+    const gatewayConfig = loadGatewayConfig({ ...env, LDBOX_ADMIN_TOKEN: adminToken, NATS_URL: natsUrl });
+    const gateway = await startGateway(gatewayConfig, createLogger('gateway', level));
+    cleanups.push(() => gateway.close());
+    const gatewayUrl = `http://127.0.0.1:${gateway.port}`;
+
+    const deadline = Date.now() + 30_000;
+    while (!(gateway.ready() && executor.ready()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+
+    io.stdout(
+      [
+        '',
+        `ldbox dev is ${gateway.ready() && executor.ready() ? 'ready' : 'starting (not ready yet: see the logs)'}:`,
+        `  gateway   ${gatewayUrl}   webhooks at /api/hooks/workflows/<id>, control plane, /metrics`,
+        `  runner    ${runnerUrl}  gRPC, gRPC-Web and Connect; /metrics`,
+        `  executor  http://127.0.0.1:${executor.port}   /healthz /readyz /metrics`,
+        `  NATS      ${natsUrl}${nats ? `   data in ${join(dataDir, 'nats')}` : ' (NATS_URL)'}`,
+        `  admin token   ${adminToken}${env.LDBOX_ADMIN_TOKEN ? '' : `   (kept in ${join(dataDir, 'admin-token')})`}`,
+        `  runner token  ${runnerToken}${env.LDBOX_RUNNER_TOKEN ? '' : `   (kept in ${join(dataDir, 'runner-token')})`}`,
+        'Ctrl-C stops everything. The README\'s "Quickstart" creates and triggers a workflow with curl.',
+        '',
+      ].join('\n'),
+    );
+
+    const natsDied = nats ? nats.exited.then((how) => how) : new Promise<string>(() => {});
+    const reason = await Promise.race([stop.then(() => undefined), natsDied]);
+    if (reason !== undefined) {
+      io.stderr(`nats-server stopped unexpectedly (${reason}); see ${join(dataDir, 'nats', 'nats-server.log')}. Stopping.\n`);
+      await stopAll();
+      return 1;
+    }
+    await stopAll();
+    return 0;
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
+
+/** The token kept in `file`, created (32 random bytes, base64url, mode 0600) when absent. */
+function keptToken(file: string): string {
+  if (existsSync(file)) {
+    const t = readFileSync(file, 'utf8').trim();
+    if (t.length >= 16) return t;
+  }
+  const t = randomBytes(32).toString('base64url');
+  writeFileSync(file, `${t}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return t;
+}
+
+/** LDBOX_NATS_PORT, or 4222, or any free port when 4222 is taken and no port was asked for. */
+async function natsPort(env: Env, io: DevIo): Promise<number> {
+  const asked = env.LDBOX_NATS_PORT !== undefined && env.LDBOX_NATS_PORT !== '';
+  const port = intSetting(env, 'LDBOX_NATS_PORT', 4222, 0, 65535);
+  if (port === 0) return anyFreePort();
+  if (await portIsFree(port)) return port;
+  if (asked) throw new Error(`LDBOX_NATS_PORT ${port} is in use`);
+  const other = await anyFreePort();
+  io.stderr(`port ${port} is in use (another NATS?): the local nats-server takes port ${other}\n`);
+  return other;
+}

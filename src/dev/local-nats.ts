@@ -1,0 +1,163 @@
+/**
+ * The nats-server that `ldbox dev` runs for one machine: JetStream on, file storage under the data dir,
+ * loopback only, `max_payload: 8MB` so that the gateway's default 5 MiB body limit fits (the server's
+ * default 1 MB would not), its log in `<dir>/nats-server.log`.
+ *
+ * The binary comes from `scripts/ensure-nats-server.sh` (PATH, the usual locations, $NATS_SERVER_BIN;
+ * installed from Debian's `nats-server` package when missing and we are root with apt-get; otherwise it
+ * fails with a one-line hint, which is passed on as the error message).
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect as netConnect, createServer } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface LocalNats {
+  url: string;
+  port: number;
+  /** SIGTERM, then SIGKILL after `timeoutMs`; resolves once the process is gone. */
+  stop(timeoutMs?: number): Promise<void>;
+  /** Resolves when the process exits (for whatever reason) with its exit code or signal. */
+  readonly exited: Promise<string>;
+}
+
+/** The repo's `scripts/ensure-nats-server.sh`, found from this file (src/dev or dist/src/dev). */
+function ensureScript(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  for (const up of ['../..', '../../..']) {
+    const p = join(resolve(here, up), 'scripts', 'ensure-nats-server.sh');
+    if (existsSync(p)) return p;
+  }
+  throw new Error('scripts/ensure-nats-server.sh not found next to the ldbox package');
+}
+
+/** The nats-server binary's path, installing it when permitted; rejects with the script's hint otherwise. */
+export function findNatsServer(): Promise<string> {
+  return new Promise((resolvePath, reject) => {
+    execFile('bash', [ensureScript()], { timeout: 600_000 }, (err, stdout, stderr) => {
+      const path = stdout.trim();
+      if (err || path === '') reject(new Error(stderr.trim() || (err as Error)?.message || 'nats-server not found'));
+      else resolvePath(path);
+    });
+  });
+}
+
+/** True when nothing listens on 127.0.0.1:`port`. */
+export function portIsFree(port: number): Promise<boolean> {
+  return new Promise((res) => {
+    const srv = createServer();
+    srv.once('error', () => res(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => res(true)));
+  });
+}
+
+/** A free port on 127.0.0.1 chosen by the kernel. */
+export function anyFreePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.once('error', rej);
+    srv.listen(0, '127.0.0.1', () => {
+      const a = srv.address();
+      const port = typeof a === 'object' && a ? a.port : 0;
+      srv.close(() => res(port));
+    });
+  });
+}
+
+/** Starts nats-server on 127.0.0.1:`port` with its data in `dir`; resolves once it answers. */
+export async function startLocalNats(bin: string, dir: string, port: number, maxPayloadBytes = 8 * 1024 * 1024): Promise<LocalNats> {
+  mkdirSync(join(dir, 'jetstream'), { recursive: true });
+  const conf = join(dir, 'nats-server.conf');
+  writeFileSync(
+    conf,
+    [
+      '# Written by `ldbox dev` on every start; edit LDBOX_* settings instead.',
+      `listen: "127.0.0.1:${port}"`,
+      `max_payload: ${maxPayloadBytes}`,
+      `jetstream { store_dir: ${JSON.stringify(join(dir, 'jetstream'))} }`,
+      '',
+    ].join('\n'),
+  );
+  const pidFile = join(dir, 'nats-server.pid');
+  await stopOrphan(pidFile, conf);
+  const log = createWriteStream(join(dir, 'nats-server.log'), { flags: 'a' });
+  // Its own process group: Ctrl-C in a terminal signals the whole foreground group, and nats-server must
+  // stop last, after the roles that use it, not at the same time. The pid file lets the next start stop
+  // a server left behind by a `kill -9` of this process.
+  const proc: ChildProcess = spawn(bin, ['-c', conf], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  writeFileSync(pidFile, `${proc.pid}\n`);
+  const killOnExit = () => proc.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  proc.stdout!.pipe(log, { end: false });
+  proc.stderr!.pipe(log, { end: false });
+  const exited = new Promise<string>((res) => proc.once('exit', (code, signal) => res(signal ?? `exit code ${code}`)));
+  void exited.then(() => {
+    log.end();
+    process.off('exit', killOnExit);
+    rmSync(pidFile, { force: true });
+  });
+  const deadline = Date.now() + 15_000;
+  while (!(await answersInfo(port))) {
+    if (proc.exitCode !== null || proc.signalCode !== null) {
+      throw new Error(`nats-server exited at start (${await exited}); see ${join(dir, 'nats-server.log')}`);
+    }
+    if (Date.now() > deadline) {
+      proc.kill('SIGKILL');
+      throw new Error(`nats-server did not answer on port ${port} within 15 s; see ${join(dir, 'nats-server.log')}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    exited,
+    async stop(timeoutMs = 5000) {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      proc.kill('SIGTERM');
+      const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Stops the nats-server of a previous run that was not stopped (its pid file is there and it runs our config). */
+async function stopOrphan(pidFile: string, conf: string): Promise<void> {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(pidFile, 'utf8').trim());
+  } catch {
+    return;
+  }
+  let cmdline = '';
+  try {
+    cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    /* not running (or no /proc) */
+  }
+  if (Number.isSafeInteger(pid) && pid > 1 && cmdline.includes('nats-server') && cmdline.includes(conf)) {
+    process.kill(pid, 'SIGTERM');
+    for (let i = 0; i < 100 && existsSync(`/proc/${pid}`); i++) await new Promise((r) => setTimeout(r, 50));
+  }
+  rmSync(pidFile, { force: true });
+}
+
+/** True when something on the port sends a NATS `INFO` line. */
+function answersInfo(port: number): Promise<boolean> {
+  return new Promise((res) => {
+    const sock = netConnect({ host: '127.0.0.1', port });
+    let buf = '';
+    const done = (v: boolean) => {
+      sock.destroy();
+      res(v);
+    };
+    sock.setTimeout(500, () => done(false));
+    sock.on('data', (d) => {
+      buf += d.toString('utf8');
+      if (buf.startsWith('INFO ')) done(true);
+    });
+    sock.on('error', () => done(false));
+    sock.on('close', () => done(false));
+  });
+}
