@@ -37,7 +37,11 @@
  * BENCH_WEBHOOK_PROF (a server kind, e.g. "gateway": run it with `node --cpu-prof`, profiles written to a
  * temp dir that is printed), BENCH_WEBHOOK_BODY_BYTES (1023), LDBOX_LOG_LEVEL (gateway log level, info).
  *
- * Part 2 (webhook → succeeded-execution latency) is the extension point in bench/lib/webhook-e2e.ts.
+ * Part 2 (bench/lib/webhook-e2e.ts): webhook → succeeded execution, end to end, with gateway, runner and
+ * executor each in its own process: sequential webhooks (unloaded latency), then a burst on a few
+ * connections (executions/s and latency under that load). BENCH_WEBHOOK_E2E_N (200, quick 30; --e2e-n=N),
+ * BENCH_WEBHOOK_E2E_M (2000, quick 300; --e2e-m=M), BENCH_WEBHOOK_E2E_CONNS (4; --e2e-conns=C),
+ * BENCH_WEBHOOK_E2E_TIMEOUT_S (60; --e2e-timeout=S); `--e2e-only` skips part 1.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -46,7 +50,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { DiscardPolicy, jetstreamManager, RetentionPolicy, StorageType, type JetStreamManager } from '@nats-io/jetstream';
-import { measureEndToEnd } from './lib/webhook-e2e.js';
+import { measureEndToEnd, type EndToEndPhase, type EndToEndResult } from './lib/webhook-e2e.js';
 import type { LoadResult, LoadSpec } from './lib/webhook-load.js';
 import { procCpuMicros, startBenchNats, type BenchNatsServer } from './lib/webhook-nats.js';
 
@@ -62,7 +66,7 @@ const LABEL: Record<ServerKind, string> = {
 
 const flags = new Map<string, string>();
 for (const a of process.argv.slice(2)) {
-  const m = /^--([a-z-]+)(?:=(.*))?$/.exec(a);
+  const m = /^--([a-z0-9-]+)(?:=(.*))?$/.exec(a);
   if (!m) throw new Error(`unknown argument ${a}`);
   flags.set(m[1]!, m[2] ?? '1');
 }
@@ -87,6 +91,11 @@ const KINDS = setting('servers', 'BENCH_WEBHOOK_SERVERS', ALL_KINDS.join(','))
 for (const k of KINDS) if (!ALL_KINDS.includes(k)) throw new Error(`unknown server "${k}" (bare, reference, gateway)`);
 const PROF = process.env.BENCH_WEBHOOK_PROF as ServerKind | undefined;
 const BODY_BYTES = Math.floor(num(process.env.BENCH_WEBHOOK_BODY_BYTES ?? '1023', 'BENCH_WEBHOOK_BODY_BYTES'));
+const E2E_ONLY = flags.has('e2e-only');
+const E2E_N = Math.floor(num(setting('e2e-n', 'BENCH_WEBHOOK_E2E_N', '200', '30'), 'e2e-n'));
+const E2E_M = Math.floor(num(setting('e2e-m', 'BENCH_WEBHOOK_E2E_M', '2000', '300'), 'e2e-m'));
+const E2E_CONNS = Math.floor(num(setting('e2e-conns', 'BENCH_WEBHOOK_E2E_CONNS', '4'), 'e2e-conns'));
+const E2E_TIMEOUT_MS = num(setting('e2e-timeout', 'BENCH_WEBHOOK_E2E_TIMEOUT_S', '60'), 'e2e-timeout') * 1000;
 const pinSetting = setting('pin', 'BENCH_WEBHOOK_PIN', 'auto');
 const PIN = pinSetting === 'auto' ? availableParallelism() >= 2 && hasTaskset() : pinSetting !== '0';
 
@@ -369,7 +378,7 @@ async function main(): Promise<void> {
       headers: { 'content-type': 'application/json', 'x-webhook-secret': secret },
     };
 
-    for (let round = 1; round <= ROUNDS; round++) {
+    for (let round = 1; round <= (E2E_ONLY ? 0 : ROUNDS); round++) {
       for (const kind of KINDS) {
         const env: NodeJS.ProcessEnv =
           kind === 'gateway'
@@ -412,23 +421,68 @@ async function main(): Promise<void> {
     await purgeGatewayStreams(jsm);
     await jsm.streams.delete(REF_STREAM).catch(() => undefined);
 
-    report(measurements);
+    if (!E2E_ONLY) report(measurements);
 
     // ---- PART 2 EXTENSION POINT: webhook → succeeded-execution latency (bench/lib/webhook-e2e.ts).
-    const e2e = await measureEndToEnd(nats.url);
+    const e2e = await measureEndToEnd(nats.url, {
+      sequential: E2E_N,
+      burst: E2E_M,
+      conns: E2E_CONNS,
+      timeoutMs: E2E_TIMEOUT_MS,
+      log: (line) => console.error(line),
+    });
     if (e2e === undefined) {
-      console.log('\npart 2 (webhook → succeeded execution, end to end): not measured — needs the executor (see bench/lib/webhook-e2e.ts)');
+      console.log('\npart 2 (webhook → succeeded execution, end to end): not measured (see bench/lib/webhook-e2e.ts)');
     } else {
-      console.log(
-        `\npart 2 (webhook → succeeded execution): ${e2e.executions} executions, p50 ${fmt(e2e.p50Ms, 2)} ms, p99 ${fmt(e2e.p99Ms, 2)} ms` +
-          (e2e.failed ? `, ${e2e.failed} did not succeed` : ''),
-      );
+      printEndToEnd(e2e);
     }
     console.log(`BENCH_JSON ${JSON.stringify(toJson(measurements, e2e ?? null))}`);
     if (profDir) console.log(`\nCPU profiles (${PROF}): ${profDir}`);
   } finally {
     await nc?.close().catch(() => undefined);
     await nats.stop();
+  }
+}
+
+function printEndToEnd(e: EndToEndResult): void {
+  const s = e.settings;
+  console.log(
+    `\n==== part 2: webhook POST → execution \`succeeded\` (KV watch), gateway + runner + executor in 3 processes, not pinned; ` +
+      `one-node workflow; runner pool ${s.poolSize}, executor concurrency ${s.executorConcurrency}; ${s.warmup} warm-up webhooks not counted ====`,
+  );
+  const head = ['phase', 'sent', 'succeeded', 'failed', 'exec/s', 'p50 ms', 'p99 ms', 'max ms', 'POST→202 p50', '202→running p50', 'running→succeeded p50'];
+  const row = (name: string, p: EndToEndPhase) => [
+    name,
+    String(p.sent),
+    String(p.executions),
+    p.failed ? `${p.failed} !` : '0',
+    fmt(p.perSec, 0),
+    fmt(p.p50Ms, 2),
+    fmt(p.p99Ms, 2),
+    fmt(p.maxMs, 2),
+    fmt(p.stagesP50Ms.accept, 2),
+    fmt(p.stagesP50Ms.queue, 2),
+    fmt(p.stagesP50Ms.run, 2),
+  ];
+  const table = [row('(a) sequential, 1 at a time', e.unloaded), row(`(b) burst on ${e.loaded.conns} conns`, e.loaded)];
+  const widths = head.map((h, i) => Math.max(h.length, ...table.map((t) => t[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  console.log(line(head));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const t of table) console.log(line(t));
+  console.log(
+    `(a) exec/s is 1 / round trip; (b) exec/s = succeeded / (first POST → last succeeded); (b)'s latency is mostly queueing in JOBS, ` +
+      `since the gateway accepts faster than one executor runs. Stage p50s are over executions whose \`running\` entry the watch saw ` +
+      `(a: ${e.unloaded.runningSeen}/${e.unloaded.executions}, b: ${e.loaded.runningSeen}/${e.loaded.executions}); p99 of the stages: ` +
+      `a ${fmt(e.unloaded.stagesP99Ms.accept, 2)} / ${fmt(e.unloaded.stagesP99Ms.queue, 2)} / ${fmt(e.unloaded.stagesP99Ms.run, 2)} ms, ` +
+      `b ${fmt(e.loaded.stagesP99Ms.accept, 2)} / ${fmt(e.loaded.stagesP99Ms.queue, 2)} / ${fmt(e.loaded.stagesP99Ms.run, 2)} ms.`,
+  );
+  console.log(
+    `noise: load average (1 min) ${fmt(e.loadAvg1.before, 2)} before, ${fmt(e.loadAvg1.after, 2)} after, on ${availableParallelism()} cores; ` +
+      'this machine is shared and small, so these are indicative figures, not a capacity claim (no goal for part 2).',
+  );
+  for (const [name, p] of [['(a)', e.unloaded], ['(b)', e.loaded]] as const) {
+    if (p.failed) console.log(`WARNING: part 2 ${name}: ${p.failed} of ${p.sent} webhooks did not reach \`succeeded\` within ${s.timeoutMs / 1000} s; first: ${p.firstFailure}`);
   }
 }
 

@@ -189,13 +189,22 @@ export async function startGateway(configIn: GatewayConfig, log: Logger, options
   server.headersTimeout = 20_000;
   server.requestTimeout = 60_000;
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => {
-      server.off('error', reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
+  } catch (err) {
+    // The port is taken (or not ours): undo what started, so the process can exit with the error.
+    closing = true;
+    publisher.close();
+    await Promise.all([workflowCache.stop(), workspaceCache.stop()]);
+    await client.close();
+    throw err;
+  }
   const port = (server.address() as AddressInfo).port;
   if (!config.baseUrlSet) config.baseUrl = `http://127.0.0.1:${port}`;
   log.info({ host: config.host, port, nats: config.natsUrl, baseUrl: config.baseUrl, maxBodyBytes: config.maxBodyBytes, webhookRate: config.webhookRate }, 'gateway listening');

@@ -1,37 +1,504 @@
 /**
- * Bench-only: PART 2 EXTENSION POINT of bench/webhook.ts — end-to-end latency, from a webhook POST to the
- * execution record reaching `succeeded`.
+ * Bench-only: PART 2 of bench/webhook.ts — end to end, from a webhook POST to the execution record reaching
+ * `succeeded` in the `ldbox-executions` KV bucket.
  *
- * Not implemented yet: it needs the executor (the role that consumes the JOBS stream, runs the workflow's
- * nodes in the runner and writes the execution record), which does not exist yet. Until then
- * {@link measureEndToEnd} returns `undefined` and bench/webhook.ts prints that part 2 was not measured; it
- * must never report invented figures.
+ * Set-up (all against the nats-server of part 1, at `natsUrl`):
+ *   - the JetStream state is reset first: the JOBS stream and every `KV_ldbox-*` bucket stream are deleted
+ *     (part 1 leaves JOBS purged but with its own, much larger limits, its gateway's workflow in the KV
+ *     buckets, and no consumer); the gateway then recreates them with its defaults, as on a first start,
+ *     and the executor creates its durable consumer on the fresh stream;
+ *   - three child processes, each with its own event loop (none is the measuring process):
+ *       gateway   bench/lib/webhook-server.js gateway (the real `startGateway`, LDBOX_WEBHOOK_RATE=0);
+ *       runner    this file, `runner`: `startRunnerServer(loadRunnerConfig(env))`, port 0, pool size from
+ *                 LDBOX_POOL_SIZE (default: the runner's own, one worker per core);
+ *       executor  this file, `executor`: `startExecutor(loadExecutorConfig(env))` against that runner,
+ *                 concurrency from LDBOX_EXECUTOR_CONCURRENCY (default: the executor's own, 16);
+ *     production loggers at LDBOX_LOG_LEVEL (info) on stdout → /dev/null; they are not pinned to a CPU
+ *     (nats-server stays on the CPU part 1 pinned it to);
+ *   - a one-node workflow created through the control plane (Connect JSON CreateWorkflow,
+ *     `AUTH_METHOD_NONE`): `return { ok: true, n: data.input.n }` with input `{ n: '{{trigger.output.body.n}}' }`;
+ *   - in the measuring process, one KV watch (updates only, not polling) on `<workflowId>.*`: each entry's
+ *     `status` is timestamped on arrival (`running` first seen, `succeeded`/`failed`).
  *
- * To add it (the lead, once the executor exists): start a gateway, a runner and an executor against
- * `natsUrl` (each in its own child process, as bench/lib/webhook-server.ts does for the gateway), create a
- * workflow through the control plane, then for N webhooks (sequentially for the unloaded latency, and at
- * a fixed rate below the gateway's capacity for the loaded one) take the time from sending the POST to the
- * `ldbox-executions` KV entry `<workflowId>.<executionId>` showing `status: "succeeded"` (a KV watch on
- * `<workflowId>.*`, not polling), and return the percentiles below.
+ * Phases (a few warm-up webhooks first, not counted):
+ *   (a) unloaded: `sequential` webhooks one after the other, each POST → 202 → wait for `succeeded` → next;
+ *   (b) throughput: `burst` webhooks sent as fast as `conns` keep-alive connections allow (one request in
+ *       flight each), then waiting for all of them; executions/s = burst / (first POST → last `succeeded`).
+ *       Since the gateway accepts far faster than one executor runs, the queue grows during the burst and
+ *       the latency of this phase is mostly time spent waiting in JOBS (reported as 202 → running).
+ * Latency is POST sent → `succeeded` seen by the watch. A webhook that is not 202, or whose execution is
+ * not `succeeded` within `timeoutMs` of its POST (or ends `failed`), is counted in `failed` and flagged.
+ *
+ * Child IPC (as webhook-server.ts): `{type:'ready', port}` once serving (the executor: once `ready()`),
+ * `{type:'stop'}` closes and exits; a child exits too when its parent goes away (IPC disconnect).
  */
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import { loadavg } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { Kvm, KvWatchInclude } from '@nats-io/kv';
 
-export interface EndToEndResult {
-  /** Webhooks measured (each one 202 and then `succeeded`). */
+export interface EndToEndPhase {
+  /** Webhooks sent in the phase (each expected to be 202 and then `succeeded`). */
+  sent: number;
+  /** Of those, `succeeded` within the timeout. */
   executions: number;
-  /** Webhooks that did not reach `succeeded` within the timeout. */
+  /** Not 202, ended `failed`, or not `succeeded` within the timeout. */
   failed: number;
+  /** First failure, for the flag. */
+  firstFailure?: string;
   /** POST sent → execution `succeeded`, ms. */
   p50Ms: number;
   p99Ms: number;
-  /** Optional breakdown, ms: POST → 202, 202 → `running`, `running` → `succeeded`. */
-  stagesP50Ms?: { accept: number; queue: number; run: number };
+  maxMs: number;
+  /** Breakdown, ms (p50 and p99 each): POST → 202, 202 → `running` seen, `running` → `succeeded`. */
+  stagesP50Ms: { accept: number; queue: number; run: number };
+  stagesP99Ms: { accept: number; queue: number; run: number };
+  /** Succeeded executions whose `running` entry the watch saw (the stages are over these). */
+  runningSeen: number;
+  /** Wall time, ms: first POST → last `succeeded` (or the timeout). */
+  wallMs: number;
+  /** `executions / wallMs` per second. */
+  perSec: number;
 }
 
+export interface EndToEndResult {
+  /** Phase (a), sequential (the top-level figures below are this phase's). */
+  executions: number;
+  /** Webhooks that did not reach `succeeded` within the timeout, over both phases. */
+  failed: number;
+  /** POST sent → execution `succeeded`, ms (phase a). */
+  p50Ms: number;
+  p99Ms: number;
+  /** Optional breakdown, ms: POST → 202, 202 → `running`, `running` → `succeeded` (phase a). */
+  stagesP50Ms?: { accept: number; queue: number; run: number };
+  unloaded: EndToEndPhase;
+  /** Phase (b), as fast as `conns` connections allow. */
+  loaded: EndToEndPhase & { conns: number };
+  settings: { sequential: number; burst: number; conns: number; warmup: number; timeoutMs: number; poolSize: string; executorConcurrency: string };
+  /** os.loadavg()[0] before and after part 2 (other people's work on this shared machine shows here). */
+  loadAvg1: { before: number; after: number };
+}
+
+export interface EndToEndOptions {
+  /** Phase (a): sequential webhooks. Default 200. */
+  sequential?: number;
+  /** Phase (b): webhooks in the burst. Default 2000. */
+  burst?: number;
+  /** Phase (b): concurrent keep-alive connections. Default 4. */
+  conns?: number;
+  /** Uncounted webhooks before phase (a). Default 10. */
+  warmup?: number;
+  /** Per webhook: POST → `succeeded` longer than this is a failure. Default 60 s. */
+  timeoutMs?: number;
+  /** Progress lines on stderr. */
+  log?: (line: string) => void;
+}
+
+const HERE = fileURLToPath(new URL('.', import.meta.url));
+const SELF_JS = join(HERE, 'webhook-e2e.js');
+const SERVER_JS = join(HERE, 'webhook-server.js');
+
+// ============================================================================================ children
+
+type ChildKind = 'gateway' | 'runner' | 'executor';
+
+interface Child {
+  kind: ChildKind;
+  proc: ChildProcess;
+  port: number;
+  stop(): Promise<void>;
+}
+
+const live = new Set<ChildProcess>();
+let exitHookInstalled = false;
+function track(proc: ChildProcess): void {
+  live.add(proc);
+  proc.once('exit', () => live.delete(proc));
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    // Last resort (the parent exits or crashes without stopping them): no child outlives the bench.
+    process.once('exit', () => {
+      for (const p of live) p.kill('SIGKILL');
+    });
+  }
+}
+
+function exited(p: ChildProcess): Promise<void> {
+  if (p.exitCode !== null || p.signalCode !== null) return Promise.resolve();
+  return new Promise((r) => p.once('exit', () => r()));
+}
+
+async function startChild(kind: ChildKind, env: NodeJS.ProcessEnv): Promise<Child> {
+  const args = kind === 'gateway' ? [SERVER_JS, 'gateway'] : [SELF_JS, kind];
+  const proc = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  track(proc);
+  let stderr = '';
+  proc.stderr?.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString('utf8')).slice(-10_000);
+  });
+  const stop = async (): Promise<void> => {
+    if (proc.connected) proc.send({ type: 'stop' });
+    else proc.kill('SIGTERM');
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 15_000);
+    await exited(proc);
+    clearTimeout(timer);
+  };
+  try {
+    const port = await new Promise<number>((resolvePort, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${kind} not ready in 60 s: ${stderr}`)), 60_000);
+      proc.on('message', (m: { type: string; port?: number }) => {
+        if (m.type === 'ready') {
+          clearTimeout(timer);
+          resolvePort(m.port!);
+        }
+      });
+      proc.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        reject(new Error(`${kind} exited with ${code ?? signal}: ${stderr}`));
+      });
+    });
+    return { kind, proc, port, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** Child mode: `node webhook-e2e.js runner|executor` (with an IPC channel). */
+async function childMain(kind: 'runner' | 'executor'): Promise<void> {
+  const send = (m: unknown) => process.send!(m);
+  const { createLogger } = await import('../../src/logging/logger.js');
+  const log = createLogger(kind, process.env.LDBOX_LOG_LEVEL ?? 'info');
+  let close: () => Promise<void>;
+  let port: number;
+  if (kind === 'runner') {
+    const { loadRunnerConfig } = await import('../../src/config/runner-config.js');
+    const { startRunnerServer } = await import('../../runner/server/runner-server.js');
+    const server = await startRunnerServer(loadRunnerConfig(process.env), log);
+    port = server.port;
+    close = () => server.close(2000);
+  } else {
+    const { loadExecutorConfig } = await import('../../src/config/executor-config.js');
+    const { startExecutor } = await import('../../src/executor/index.js');
+    const executor = await startExecutor(loadExecutorConfig(process.env), log);
+    const deadline = Date.now() + 30_000;
+    while (!executor.ready()) {
+      if (Date.now() > deadline) throw new Error('the executor was not ready within 30 s (consumer / buckets)');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    port = executor.port;
+    close = () => executor.close(2000);
+  }
+  process.on('message', (msg: { type: string }) => {
+    if (msg.type !== 'stop') return;
+    setTimeout(() => process.exit(0), 10_000).unref();
+    close().then(
+      () => process.exit(0),
+      () => process.exit(0),
+    );
+  });
+  process.on('disconnect', () => process.exit(0));
+  send({ type: 'ready', port });
+}
+
+// ============================================================================================= helpers
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+function pct(xs: number[], q: number): number {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))]!;
+}
+
+interface Track {
+  /** performance.now() of each stage; undefined until seen. */
+  post?: number;
+  accepted?: number;
+  running?: number;
+  done?: number;
+  final?: 'succeeded' | 'failed';
+  /** Why it counts as failed (not 202, failed record). */
+  error?: string;
+}
+
+/** One POST on a keep-alive agent; resolves with the status and body. */
+function post(agent: http.Agent, port: number, path: string, body: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolvePost, reject) => {
+    const req = http.request(
+      { host: '127.0.0.1', port, path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolvePost({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function createWorkflow(port: number, adminToken: string): Promise<string> {
+  const res = await fetch(`http://127.0.0.1:${port}/ldbox.workflows.v1.WorkflowService/CreateWorkflow`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` },
+    body: JSON.stringify({
+      name: 'bench-e2e',
+      workspace: 'bench',
+      nodes: [{ id: 'a', code: 'return { ok: true, n: data.input.n }', input: { n: '{{trigger.output.body.n}}' } }],
+      webhook: { authMethod: 'AUTH_METHOD_NONE' },
+    }),
+  });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`CreateWorkflow answered ${res.status}: ${text}`);
+  const id = (JSON.parse(text) as { workflow?: { id?: string } }).workflow?.id;
+  if (!id) throw new Error(`CreateWorkflow: no workflow id in ${text}`);
+  return id;
+}
+
+/** Deletes the JOBS stream (its consumers go with it) and every ldbox KV bucket stream: a first start. */
+async function resetJetStream(nc: NatsConnection): Promise<void> {
+  const jsm = await jetstreamManager(nc);
+  for await (const name of jsm.streams.names()) {
+    if (name === 'JOBS' || name.startsWith('KV_ldbox-')) await jsm.streams.delete(name);
+  }
+}
+
+// ============================================================================================ measuring
+
 /**
- * Part 2: webhook → succeeded-execution latency against the nats-server at `natsUrl` (the one part 1
- * used; its streams are purged by then). Returns `undefined` while not implemented (no executor yet).
+ * Part 2: webhook → succeeded-execution latency and throughput against the nats-server at `natsUrl` (the
+ * one part 1 used). See the file comment.
  */
-export async function measureEndToEnd(natsUrl: string): Promise<EndToEndResult | undefined> {
-  void natsUrl;
-  return undefined;
+export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {}): Promise<EndToEndResult | undefined> {
+  const sequential = opts.sequential ?? 200;
+  const burst = opts.burst ?? 2000;
+  const conns = opts.conns ?? 4;
+  const warmup = opts.warmup ?? 10;
+  const timeoutMs = opts.timeoutMs ?? 60_000;
+  const log = opts.log ?? (() => undefined);
+  const loadBefore = loadavg()[0]!;
+
+  const children: Child[] = [];
+  let nc: NatsConnection | undefined;
+  const agents: http.Agent[] = [];
+  try {
+    nc = await connect({ servers: natsUrl, name: 'bench-webhook-e2e' });
+    await resetJetStream(nc);
+
+    const adminToken = `bench-admin-${randomBytes(12).toString('hex')}`;
+    // allSettled: should one fail, the other is still known (and stopped below) once it started.
+    const started = await Promise.allSettled([
+      startChild('gateway', {
+        LDBOX_GATEWAY_PORT: '0',
+        LDBOX_GATEWAY_HOST: '127.0.0.1',
+        LDBOX_ADMIN_TOKEN: adminToken,
+        NATS_URL: natsUrl,
+        LDBOX_WEBHOOK_RATE: '0',
+      }),
+      startChild('runner', { LDBOX_RUNNER_PORT: '0' }),
+    ]);
+    for (const r of started) if (r.status === 'fulfilled') children.push(r.value);
+    for (const r of started) if (r.status === 'rejected') throw r.reason;
+    const [gateway, runner] = children as [Child, Child];
+    // After the gateway: it creates the stream and the buckets the executor opens.
+    const executor = await startChild('executor', {
+      NATS_URL: natsUrl,
+      LDBOX_EXECUTOR_PORT: '0',
+      LDBOX_RUNNER_URLS: `http://127.0.0.1:${runner.port}`,
+    });
+    children.push(executor);
+
+    const workflowId = await createWorkflow(gateway.port, adminToken);
+    const path = `/api/hooks/workflows/${workflowId}`;
+
+    // ---- the watch: every status change of this workflow's executions, timestamped on arrival
+    const tracks = new Map<string, Track>();
+    const waiters = new Map<string, () => void>();
+    const trackOf = (id: string): Track => {
+      let t = tracks.get(id);
+      if (!t) tracks.set(id, (t = {}));
+      return t;
+    };
+    const kv = await new Kvm(jetstream(nc)).open('ldbox-executions');
+    const watch = await kv.watch({ key: `${workflowId}.*`, include: KvWatchInclude.UpdatesOnly, ignoreDeletes: true });
+    const prefix = `${workflowId}.`;
+    const watching = (async () => {
+      for await (const e of watch) {
+        const now = performance.now();
+        if (e.operation !== 'PUT' || !e.key.startsWith(prefix)) continue;
+        const id = e.key.slice(prefix.length);
+        let status: string;
+        try {
+          status = (e.json() as { status: string }).status;
+        } catch {
+          continue;
+        }
+        const t = trackOf(id);
+        if (status === 'running') t.running ??= now;
+        else if ((status === 'succeeded' || status === 'failed') && t.final === undefined) {
+          t.final = status;
+          t.done = now;
+          if (status === 'failed') t.error = `execution ${id} ended failed: ${(e.json() as { error?: string }).error ?? ''}`;
+          waiters.get(id)?.();
+          waiters.delete(id);
+        }
+      }
+    })();
+    watching.catch(() => undefined);
+
+    /** POST one webhook on `agent`; returns its execution id (tracked), or undefined when not 202. */
+    let seq = 0;
+    const rejected: Track[] = [];
+    const fire = async (agent: http.Agent): Promise<string | undefined> => {
+      const body = JSON.stringify({ n: seq++ });
+      const t0 = performance.now();
+      let r: { status: number; text: string };
+      try {
+        r = await post(agent, gateway.port, path, body);
+      } catch (err) {
+        rejected.push({ post: t0, error: `POST failed: ${(err as Error).message}` });
+        return undefined;
+      }
+      const t1 = performance.now();
+      const id = r.status === 202 ? (JSON.parse(r.text) as { executionId?: string }).executionId : undefined;
+      if (!id) {
+        rejected.push({ post: t0, error: `POST answered ${r.status}: ${r.text.slice(0, 200)}` });
+        return undefined;
+      }
+      const t = trackOf(id);
+      t.post = t0;
+      t.accepted = t1;
+      return id;
+    };
+    const finished = (id: string, deadline: number): Promise<void> => {
+      if (tracks.get(id)?.final) return Promise.resolve();
+      return new Promise<void>((r) => {
+        const timer = setTimeout(() => (waiters.delete(id), r()), Math.max(0, deadline - performance.now()));
+        waiters.set(id, () => (clearTimeout(timer), r()));
+      });
+    };
+
+    const summarize = (ids: string[], rejectedFrom: number, sent: number, t0: number, tEnd: number): EndToEndPhase => {
+      const ok = ids.map((id) => tracks.get(id)!).filter((t) => t.final === 'succeeded');
+      const bad = ids.map((id) => tracks.get(id)!).filter((t) => t.final !== 'succeeded');
+      const rej = rejected.slice(rejectedFrom);
+      const firstFailure = rej[0]?.error ?? bad.find((t) => t.error)?.error ?? (bad.length ? `not succeeded within ${timeoutMs} ms` : undefined);
+      const lat = ok.map((t) => t.done! - t.post!);
+      const withRunning = ok.filter((t) => t.running !== undefined);
+      const accept = ok.map((t) => t.accepted! - t.post!);
+      const queue = withRunning.map((t) => t.running! - t.accepted!);
+      const run = withRunning.map((t) => t.done! - t.running!);
+      const lastDone = ok.length ? Math.max(...ok.map((t) => t.done!)) : tEnd;
+      const wallMs = (bad.length || rej.length ? Math.max(lastDone, tEnd) : lastDone) - t0;
+      return {
+        sent,
+        executions: ok.length,
+        failed: bad.length + rej.length,
+        ...(firstFailure ? { firstFailure } : {}),
+        p50Ms: pct(lat, 0.5),
+        p99Ms: pct(lat, 0.99),
+        maxMs: pct(lat, 1),
+        stagesP50Ms: { accept: pct(accept, 0.5), queue: pct(queue, 0.5), run: pct(run, 0.5) },
+        stagesP99Ms: { accept: pct(accept, 0.99), queue: pct(queue, 0.99), run: pct(run, 0.99) },
+        runningSeen: withRunning.length,
+        wallMs,
+        perSec: ok.length / (wallMs / 1000),
+      };
+    };
+
+    // ---- warm-up (not counted): QuickJS workers, connections, caches
+    const seqAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    agents.push(seqAgent);
+    for (let i = 0; i < warmup; i++) {
+      const id = await fire(seqAgent);
+      if (id) await finished(id, performance.now() + timeoutMs);
+    }
+    if (rejected.length) log(`part 2: warm-up: ${rejected.length} webhook(s) not accepted, first: ${rejected[0]!.error}`);
+    rejected.length = 0;
+
+    // ---- (a) unloaded: one at a time
+    log(`part 2: ${sequential} sequential webhooks…`);
+    const seqIds: string[] = [];
+    const seqT0 = performance.now();
+    for (let i = 0; i < sequential; i++) {
+      const t0 = performance.now();
+      const id = await fire(seqAgent);
+      if (!id) continue;
+      seqIds.push(id);
+      await finished(id, t0 + timeoutMs);
+    }
+    const unloaded = summarize(seqIds, 0, sequential, seqT0, performance.now());
+
+    // ---- (b) throughput: as fast as `conns` connections allow, then wait for all
+    log(`part 2: ${burst} webhooks on ${conns} connections…`);
+    const rejFrom = rejected.length;
+    const burstAgent = new http.Agent({ keepAlive: true, maxSockets: conns });
+    agents.push(burstAgent);
+    const burstIds: string[] = [];
+    let next = 0;
+    const burstT0 = performance.now();
+    await Promise.all(
+      Array.from({ length: conns }, async () => {
+        while (next < burst) {
+          next++;
+          const id = await fire(burstAgent);
+          if (id) burstIds.push(id);
+        }
+      }),
+    );
+    const lastPost = performance.now();
+    log(`part 2: ${burstIds.length} accepted in ${((lastPost - burstT0) / 1000).toFixed(1)} s, waiting for the executions…`);
+    await Promise.all(burstIds.map((id) => finished(id, tracks.get(id)!.post! + timeoutMs)));
+    const loaded = { ...summarize(burstIds, rejFrom, burst, burstT0, performance.now()), conns };
+
+    watch.stop();
+    return {
+      executions: unloaded.executions,
+      failed: unloaded.failed + loaded.failed,
+      p50Ms: unloaded.p50Ms,
+      p99Ms: unloaded.p99Ms,
+      stagesP50Ms: unloaded.stagesP50Ms,
+      unloaded,
+      loaded,
+      settings: {
+        sequential,
+        burst,
+        conns,
+        warmup,
+        timeoutMs,
+        poolSize: process.env.LDBOX_POOL_SIZE ?? 'default (1 per core)',
+        executorConcurrency: process.env.LDBOX_EXECUTOR_CONCURRENCY ?? 'default (16)',
+      },
+      loadAvg1: { before: loadBefore, after: loadavg()[0]! },
+    };
+  } finally {
+    for (const a of agents) a.destroy();
+    // Executor first (it drains its in-flight jobs), then the rest.
+    for (const kind of ['executor', 'gateway', 'runner'] as const) {
+      const c = children.find((x) => x.kind === kind);
+      if (c) await c.stop().catch(() => c.proc.kill('SIGKILL'));
+    }
+    await nc?.close().catch(() => undefined);
+  }
+}
+
+// ============================================================================================ child entry
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const kind = process.argv[2];
+  if ((kind !== 'runner' && kind !== 'executor') || !process.send) {
+    console.error('usage: webhook-e2e.js runner|executor (started by bench/webhook.ts with an IPC channel)');
+    process.exit(2);
+  }
+  childMain(kind).catch((err: unknown) => {
+    console.error(`webhook-e2e ${kind} failed:`, err);
+    process.exit(1);
+  });
 }

@@ -51,6 +51,12 @@ export async function runCli(argv: readonly string[]): Promise<number> {
       stderr(`configuration error: ${err.message}\n`);
       return 2;
     }
+    const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
+    if (e?.code === 'EADDRINUSE' || e?.code === 'EACCES' || e?.code === 'EADDRNOTAVAIL') {
+      const what = e.code === 'EADDRINUSE' ? 'is in use' : e.code === 'EACCES' ? 'needs privileges' : 'is not an address of this machine';
+      stderr(`ldbox ${command}: cannot listen on ${e.address ?? '?'}:${e.port ?? '?'}: the address ${what} (${e.code}); set the role's LDBOX_*_PORT or _HOST\n`);
+      return 1;
+    }
     throw err;
   }
 }

@@ -45,3 +45,20 @@ export function listSetting(env: Env, name: string): string[] {
     .map((s) => s.trim())
     .filter((s) => s !== '');
 }
+
+/**
+ * NATS_URL: `nats://host:port` or `host:port` (the port may be left out: 4222), one server. A host is a
+ * name, an IPv4 address or a bracketed IPv6 address.
+ */
+export function natsUrlSetting(env: Env): string {
+  const raw = stringSetting(env, 'NATS_URL', 'nats://127.0.0.1:4222');
+  if (!/^(nats:\/\/)?([A-Za-z0-9][A-Za-z0-9.-]*|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?$/.test(raw)) {
+    throw new ConfigError(`NATS_URL must be nats://host:port (or host:port), got "${raw}"`);
+  }
+  return raw;
+}
+
+/** A URL for a message: the user name and password (if any) replaced, so a secret in it is not echoed. */
+export function withoutCredentials(raw: string): string {
+  return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1***@');
+}

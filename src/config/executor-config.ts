@@ -4,7 +4,7 @@
  *
  * Tests: test/config/executor-config.test.ts.
  */
-import { ConfigError, type Env, hostSetting, intSetting, listSetting, optionalSecret, stringSetting } from './env-parsers.js';
+import { ConfigError, type Env, hostSetting, intSetting, listSetting, natsUrlSetting, optionalSecret, withoutCredentials } from './env-parsers.js';
 
 export interface ExecutorConfig {
   /** Where `/healthz`, `/readyz` and `/metrics` listen (HTTP/1.1). */
@@ -33,18 +33,14 @@ export const EXECUTE_DEADLINE_SLACK_MS = 10_000;
 
 /** Reads the executor's configuration; throws a ConfigError with an exact message on a bad value. */
 export function loadExecutorConfig(env: Env): ExecutorConfig {
-  const natsUrl = stringSetting(env, 'NATS_URL', 'nats://127.0.0.1:4222');
-  if (!/^(nats:\/\/)?[^\s/]+(:\d+)?$/.test(natsUrl)) {
-    throw new ConfigError(`NATS_URL must be nats://host:port (or host:port), got "${natsUrl}"`);
-  }
-  const runnerUrls = listSetting(env, 'LDBOX_RUNNER_URLS');
-  if (runnerUrls.length === 0) runnerUrls.push('http://127.0.0.1:50051');
-  for (const u of runnerUrls) checkRunnerUrl(u);
+  const natsUrl = natsUrlSetting(env);
+  const listed = listSetting(env, 'LDBOX_RUNNER_URLS');
+  const runnerUrls = (listed.length > 0 ? listed : ['http://127.0.0.1:50051']).map(runnerOrigin);
   return {
     host: hostSetting(env, 'LDBOX_EXECUTOR_HOST', '127.0.0.1'),
     port: intSetting(env, 'LDBOX_EXECUTOR_PORT', 8081, 0, 65535),
     natsUrl,
-    runnerUrls: runnerUrls.map((u) => u.replace(/\/+$/, '')),
+    runnerUrls,
     runnerToken: optionalSecret(env, 'LDBOX_RUNNER_TOKEN', 16),
     concurrency: intSetting(env, 'LDBOX_EXECUTOR_CONCURRENCY', 16, 1, 1024),
     ackWaitMs: intSetting(env, 'LDBOX_EXECUTOR_ACK_WAIT_MS', 30_000, 1000, 3_600_000),
@@ -53,14 +49,17 @@ export function loadExecutorConfig(env: Env): ExecutorConfig {
   };
 }
 
-function checkRunnerUrl(u: string): void {
+/** A runner URL as its origin (`http://host:port`); anything more (a path, credentials, a query) is refused. */
+function runnerOrigin(u: string): string {
+  const shown = withoutCredentials(u);
   let url: URL;
   try {
-    url = new URL(u);
+    url = new URL(u.replace(/\/+$/, '')); // trailing slashes are harmless: http://runner:50051/ is the origin
   } catch {
-    throw new ConfigError(`LDBOX_RUNNER_URLS: "${u}" is not a URL (expected http://host:port, comma-separated)`);
+    throw new ConfigError(`LDBOX_RUNNER_URLS: "${shown}" is not a URL (expected http://host:port, comma-separated)`);
   }
-  if (url.protocol !== 'http:' || url.username || url.password || url.search || url.hash) {
-    throw new ConfigError(`LDBOX_RUNNER_URLS: "${u}" must be http://host:port (the runner speaks HTTP/2 cleartext; no credentials, query or fragment)`);
+  if (url.protocol !== 'http:' || url.username || url.password || url.search || url.hash || url.pathname !== '/') {
+    throw new ConfigError(`LDBOX_RUNNER_URLS: "${shown}" must be http://host:port (the runner speaks HTTP/2 cleartext; no credentials, path, query or fragment)`);
   }
+  return url.origin;
 }

@@ -13,7 +13,7 @@
 import type { JobsStreamOptions } from '../nats/streams.js';
 import { normalizeBaseUrl } from '../workflows/workflow-model.js';
 import { isWorkflowValidationError } from '../workflows/validation-error.js';
-import { ConfigError, type Env, hostSetting, intSetting, stringSetting } from './env-parsers.js';
+import { ConfigError, type Env, hostSetting, intSetting, natsUrlSetting, stringSetting } from './env-parsers.js';
 
 const MiB = 1024 * 1024;
 
@@ -54,10 +54,7 @@ export function loadGatewayConfig(env: Env): GatewayConfig {
     if (isWorkflowValidationError(err)) throw new ConfigError(err.message);
     throw err;
   }
-  const natsUrl = stringSetting(env, 'NATS_URL', 'nats://127.0.0.1:4222');
-  if (!/^(nats|tls):\/\/[^\s/]+$/.test(natsUrl) && !/^[A-Za-z0-9.\-[\]:]+$/.test(natsUrl)) {
-    throw new ConfigError(`NATS_URL must be nats://host:port (or host:port), got "${natsUrl}"`);
-  }
+  const natsUrl = natsUrlSetting(env);
   return {
     host,
     port,

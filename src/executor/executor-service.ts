@@ -159,7 +159,8 @@ export async function startExecutor(config: ExecutorConfig, log: Logger, options
       return; // the handler records malformed jobs; nothing more can be said of this one
     }
     log.error({ executionId: parsed.executionId, workflowId: parsed.workflowId, attempt: job.attempt, err: (error as Error | undefined)?.message }, 'execution failed: attempts used up');
-    await recordExhausted(parsed, job.attempt, error, deps(s));
+    // A delivery past the last attempt (the last one died unsettled) only records: it is not an attempt.
+    await recordExhausted(parsed, error === undefined ? job.attempt - 1 : job.attempt, error, deps(s));
     metrics.execution('failed', 0);
     metrics.attempt('exhausted');
   };
@@ -229,13 +230,21 @@ export async function startExecutor(config: ExecutorConfig, log: Logger, options
   });
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => {
-      server.off('error', reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
+  } catch (err) {
+    // The port is taken (or not ours): undo what started, so the process can exit with the error.
+    closing = true;
+    await loop.stop();
+    await client.close();
+    throw err;
+  }
   const port = (server.address() as AddressInfo).port;
   log.info({ host: config.host, port, nats: config.natsUrl, runners: config.runnerUrls, concurrency: config.concurrency }, 'executor started');
 

@@ -208,13 +208,14 @@ async function settleCharge(rec: ExecutionRecord, deps: ExecutionDeps): Promise<
 /**
  * Records the failure of a job whose attempts are used up: `error` is what failed the last attempt, or
  * undefined when the job came back after an attempt that died without settling (the executor was
- * killed). A node left running is marked failed with a runner error.
+ * killed). `attempts` counts the attempts made, not the delivery that only records the failure. A node
+ * left running is marked failed with a runner error.
  */
 export async function recordExhausted(job: WebhookJob, attempts: number, error: unknown, deps: ExecutionDeps): Promise<void> {
   const now = deps.now ?? (() => new Date());
   const existing = await deps.executions.find(job.workflowId, job.executionId);
   if (existing && isFinal(existing)) return settleCharge(existing, deps);
-  const reason = error === undefined ? `the executor stopped during attempt ${attempts - 1} (the last one)` : (error as Error)?.message ?? String(error);
+  const reason = error === undefined ? 'the executor stopped during the last one' : (error as Error)?.message ?? String(error);
   const rec: ExecutionRecord = {
     id: job.executionId,
     workflowId: job.workflowId,
@@ -233,7 +234,7 @@ export async function recordExhausted(job: WebhookJob, attempts: number, error: 
   };
   // The node that was running when the last attempt ended: the entry after the succeeded ones, if any.
   const last = rec.nodes.length > 0 ? readStoredNode(rec.nodes[rec.nodes.length - 1]!) : undefined;
-  let message = `gave up after ${rec.attempts} attempts: ${reason}`;
+  let message = `gave up after ${rec.attempts} ${rec.attempts === 1 ? 'attempt' : 'attempts'}: ${reason}`;
   if (last && !last.succeeded) {
     const startedAt = new Date(String((rec.nodes[rec.nodes.length - 1] as JsonObject).startedAt ?? now().toISOString()));
     rec.nodes[rec.nodes.length - 1] = nodeEntry(

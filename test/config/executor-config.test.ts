@@ -1,0 +1,161 @@
+/** `loadExecutorConfig`: defaults, every variable, and every rule's exact message (src/config/executor-config.ts). */
+import t from 'tap';
+import { ConfigError } from '../../src/config/env-parsers.js';
+import { EXECUTE_DEADLINE_SLACK_MS, loadExecutorConfig } from '../../src/config/executor-config.js';
+
+/** The message of the ConfigError `loadExecutorConfig(env)` throws; undefined when it does not throw. */
+function configError(env: Record<string, string | undefined>): string | undefined {
+  try {
+    loadExecutorConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err.message;
+    throw err;
+  }
+  return undefined;
+}
+
+const runnerUrlMessage = (u: string) =>
+  `LDBOX_RUNNER_URLS: "${u}" must be http://host:port (the runner speaks HTTP/2 cleartext; no credentials, path, query or fragment)`;
+const notAUrlMessage = (u: string) => `LDBOX_RUNNER_URLS: "${u}" is not a URL (expected http://host:port, comma-separated)`;
+
+t.test('defaults', async (t) => {
+  const c = loadExecutorConfig({});
+  t.strictSame(c, {
+    host: '127.0.0.1',
+    port: 8081,
+    natsUrl: 'nats://127.0.0.1:4222',
+    runnerUrls: ['http://127.0.0.1:50051'],
+    runnerToken: undefined,
+    concurrency: 16,
+    ackWaitMs: 30_000,
+    maxAttempts: 5,
+    executeDeadlineMs: 120_000 + EXECUTE_DEADLINE_SLACK_MS,
+  });
+  t.ok('runnerToken' in c, 'runnerToken is present, undefined');
+  t.equal(EXECUTE_DEADLINE_SLACK_MS, 10_000);
+  t.strictSame(loadExecutorConfig({ LDBOX_EXECUTOR_PORT: '', LDBOX_EXECUTOR_CONCURRENCY: '  ', NATS_URL: '', LDBOX_RUNNER_TOKEN: '' }), c, 'empty and blank values are unset');
+  t.strictSame(loadExecutorConfig({ LDBOX_RUNNER_URLS: '' }).runnerUrls, ['http://127.0.0.1:50051'], 'an empty list is the default runner');
+  t.strictSame(loadExecutorConfig({ LDBOX_RUNNER_URLS: ' , ,' }).runnerUrls, ['http://127.0.0.1:50051'], 'a list of blanks is the default runner');
+});
+
+t.test('every variable', async (t) => {
+  const c = loadExecutorConfig({
+    LDBOX_EXECUTOR_HOST: '0.0.0.0',
+    LDBOX_EXECUTOR_PORT: '9091',
+    NATS_URL: 'nats://nats.internal:4223',
+    LDBOX_RUNNER_URLS: 'http://runner-a:50051,http://runner-b:50052',
+    LDBOX_RUNNER_TOKEN: 'runner-token-0123456789',
+    LDBOX_EXECUTOR_CONCURRENCY: '64',
+    LDBOX_EXECUTOR_ACK_WAIT_MS: '5000',
+    LDBOX_EXECUTOR_MAX_ATTEMPTS: '3',
+    LDBOX_MAX_TIMEOUT_MS: '60000',
+  });
+  t.strictSame(c, {
+    host: '0.0.0.0',
+    port: 9091,
+    natsUrl: 'nats://nats.internal:4223',
+    runnerUrls: ['http://runner-a:50051', 'http://runner-b:50052'],
+    runnerToken: 'runner-token-0123456789',
+    concurrency: 64,
+    ackWaitMs: 5000,
+    maxAttempts: 3,
+    executeDeadlineMs: 60_000 + EXECUTE_DEADLINE_SLACK_MS,
+  });
+  t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_PORT: '0' }).port, 0, 'port 0: any free port');
+  t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_PORT: ' 8082 ' }).port, 8082, 'surrounding blanks are trimmed');
+  t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_HOST: '::1' }).host, '::1');
+  t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_HOST: 'executor.internal' }).host, 'executor.internal');
+  t.equal(loadExecutorConfig({ NATS_URL: '10.0.0.5:4222' }).natsUrl, '10.0.0.5:4222', 'host:port without scheme');
+  t.equal(loadExecutorConfig({ NATS_URL: 'nats' }).natsUrl, 'nats', 'a bare host name');
+  t.equal(loadExecutorConfig({ LDBOX_RUNNER_TOKEN: 'x'.repeat(16) }).runnerToken, 'x'.repeat(16), '16 characters is enough');
+  // Range bounds, both ends.
+  t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_CONCURRENCY: '1' }).concurrency, 1);
+  t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_CONCURRENCY: '1024' }).concurrency, 1024);
+  t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_ACK_WAIT_MS: '1000' }).ackWaitMs, 1000);
+  t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_ACK_WAIT_MS: '3600000' }).ackWaitMs, 3_600_000);
+  t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_MAX_ATTEMPTS: '1' }).maxAttempts, 1);
+  t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_MAX_ATTEMPTS: '100' }).maxAttempts, 100);
+  t.equal(loadExecutorConfig({ LDBOX_MAX_TIMEOUT_MS: '100' }).executeDeadlineMs, 100 + EXECUTE_DEADLINE_SLACK_MS);
+  t.equal(loadExecutorConfig({ LDBOX_MAX_TIMEOUT_MS: '3600000' }).executeDeadlineMs, 3_600_000 + EXECUTE_DEADLINE_SLACK_MS);
+  t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_PORT: '65535' }).port, 65535);
+});
+
+t.test('LDBOX_RUNNER_URLS: a comma-separated list, blanks ignored, trailing slashes dropped', async (t) => {
+  t.strictSame(loadExecutorConfig({ LDBOX_RUNNER_URLS: 'http://10.0.0.7:50051' }).runnerUrls, ['http://10.0.0.7:50051']);
+  t.strictSame(loadExecutorConfig({ LDBOX_RUNNER_URLS: 'http://a:1/' }).runnerUrls, ['http://a:1'], 'one trailing slash');
+  t.strictSame(loadExecutorConfig({ LDBOX_RUNNER_URLS: 'http://a:1///' }).runnerUrls, ['http://a:1'], 'several trailing slashes');
+  t.strictSame(
+    loadExecutorConfig({ LDBOX_RUNNER_URLS: ' http://a:1/ ,, ,http://b:2//,http://[::1]:3 ,' }).runnerUrls,
+    ['http://a:1', 'http://b:2', 'http://[::1]:3'],
+    'blanks and empty entries are skipped, entries trimmed, order kept',
+  );
+  t.strictSame(loadExecutorConfig({ LDBOX_RUNNER_URLS: 'http://runner' }).runnerUrls, ['http://runner'], 'the port may be left out');
+  t.strictSame(loadExecutorConfig({ LDBOX_RUNNER_URLS: 'http://a:1,http://a:1' }).runnerUrls, ['http://a:1', 'http://a:1'], 'duplicates are kept');
+});
+
+t.test('exact messages', async (t) => {
+  // Whole numbers.
+  t.equal(configError({ LDBOX_EXECUTOR_PORT: 'abc' }), 'LDBOX_EXECUTOR_PORT must be a whole number, got "abc"');
+  t.equal(configError({ LDBOX_EXECUTOR_PORT: '80.5' }), 'LDBOX_EXECUTOR_PORT must be a whole number, got "80.5"');
+  t.equal(configError({ LDBOX_EXECUTOR_PORT: '-1' }), 'LDBOX_EXECUTOR_PORT must be a whole number, got "-1"');
+  t.equal(configError({ LDBOX_EXECUTOR_PORT: '1e3' }), 'LDBOX_EXECUTOR_PORT must be a whole number, got "1e3"');
+  t.equal(configError({ LDBOX_EXECUTOR_PORT: '0x50' }), 'LDBOX_EXECUTOR_PORT must be a whole number, got "0x50"');
+  t.equal(configError({ LDBOX_EXECUTOR_PORT: '65536' }), 'LDBOX_EXECUTOR_PORT must be from 0 to 65535, got 65536');
+  t.equal(configError({ LDBOX_EXECUTOR_CONCURRENCY: 'many' }), 'LDBOX_EXECUTOR_CONCURRENCY must be a whole number, got "many"');
+  t.equal(configError({ LDBOX_EXECUTOR_CONCURRENCY: '0' }), 'LDBOX_EXECUTOR_CONCURRENCY must be from 1 to 1024, got 0');
+  t.equal(configError({ LDBOX_EXECUTOR_CONCURRENCY: '1025' }), 'LDBOX_EXECUTOR_CONCURRENCY must be from 1 to 1024, got 1025');
+  t.equal(configError({ LDBOX_EXECUTOR_ACK_WAIT_MS: '30s' }), 'LDBOX_EXECUTOR_ACK_WAIT_MS must be a whole number, got "30s"');
+  t.equal(configError({ LDBOX_EXECUTOR_ACK_WAIT_MS: '999' }), 'LDBOX_EXECUTOR_ACK_WAIT_MS must be from 1000 to 3600000, got 999');
+  t.equal(configError({ LDBOX_EXECUTOR_ACK_WAIT_MS: '3600001' }), 'LDBOX_EXECUTOR_ACK_WAIT_MS must be from 1000 to 3600000, got 3600001');
+  t.equal(configError({ LDBOX_EXECUTOR_MAX_ATTEMPTS: 'five' }), 'LDBOX_EXECUTOR_MAX_ATTEMPTS must be a whole number, got "five"');
+  t.equal(configError({ LDBOX_EXECUTOR_MAX_ATTEMPTS: '0' }), 'LDBOX_EXECUTOR_MAX_ATTEMPTS must be from 1 to 100, got 0');
+  t.equal(configError({ LDBOX_EXECUTOR_MAX_ATTEMPTS: '101' }), 'LDBOX_EXECUTOR_MAX_ATTEMPTS must be from 1 to 100, got 101');
+  t.equal(configError({ LDBOX_MAX_TIMEOUT_MS: '2m' }), 'LDBOX_MAX_TIMEOUT_MS must be a whole number, got "2m"');
+  t.equal(configError({ LDBOX_MAX_TIMEOUT_MS: '99' }), 'LDBOX_MAX_TIMEOUT_MS must be from 100 to 3600000, got 99');
+  t.equal(configError({ LDBOX_MAX_TIMEOUT_MS: '3600001' }), 'LDBOX_MAX_TIMEOUT_MS must be from 100 to 3600000, got 3600001');
+  t.equal(
+    configError({ LDBOX_EXECUTOR_PORT: '99999999999999999999' }),
+    'LDBOX_EXECUTOR_PORT must be a whole number, got "99999999999999999999"',
+    'beyond a safe integer',
+  );
+
+  // Host.
+  t.equal(configError({ LDBOX_EXECUTOR_HOST: 'a b' }), 'LDBOX_EXECUTOR_HOST must be a host name or IP address, got "a b"');
+  t.equal(configError({ LDBOX_EXECUTOR_HOST: 'http://x' }), 'LDBOX_EXECUTOR_HOST must be a host name or IP address, got "http://x"');
+
+  // NATS_URL.
+  for (const bad of ['http://nats:4222', 'tls://nats:4222', 'nats://nats:4222/', 'nats://', 'nats://a:1,nats://b:2', 'nats host', 'host:abc', 'a:1,b:2', 'nats://x:123456']) {
+    t.equal(configError({ NATS_URL: bad }), `NATS_URL must be nats://host:port (or host:port), got "${bad}"`, bad);
+  }
+
+  // LDBOX_RUNNER_URLS.
+  for (const bad of ['https://runner:50051', 'grpc://runner:50051', 'h2c://runner:50051', 'runner:50051', 'ftp://runner']) {
+    t.equal(configError({ LDBOX_RUNNER_URLS: bad }), runnerUrlMessage(bad), `scheme: ${bad}`);
+  }
+  for (const bad of ['http://user:pass@runner:50051', 'http://user@runner:50051', 'http://:pass@runner:50051']) {
+    t.equal(configError({ LDBOX_RUNNER_URLS: bad }), runnerUrlMessage('http://***@runner:50051'), `credentials, not echoed: ${bad}`);
+  }
+  for (const bad of ['http://runner:50051/runner', 'http://runner:50051/x/']) {
+    t.equal(configError({ LDBOX_RUNNER_URLS: bad }), runnerUrlMessage(bad), `a path (every call would get 404): ${bad}`);
+  }
+  t.same(loadExecutorConfig({ LDBOX_RUNNER_URLS: 'HTTP://Runner:50051/' }).runnerUrls, ['http://runner:50051'], 'kept as the parsed origin');
+  t.equal(configError({ LDBOX_RUNNER_URLS: 'http://runner:50051?x=1' }), runnerUrlMessage('http://runner:50051?x=1'), 'query');
+  t.equal(configError({ LDBOX_RUNNER_URLS: 'http://runner:50051#frag' }), runnerUrlMessage('http://runner:50051#frag'), 'fragment');
+  for (const bad of ['not a url', '127.0.0.1:50051', 'http://', 'http://runner:99999', '://x']) {
+    t.equal(configError({ LDBOX_RUNNER_URLS: bad }), notAUrlMessage(bad), `garbage: ${bad}`);
+  }
+  t.equal(
+    configError({ LDBOX_RUNNER_URLS: 'http://a:1, https://b:2 ,http://c:3' }),
+    runnerUrlMessage('https://b:2'),
+    'one bad entry in a list fails the list, naming the entry (trimmed)',
+  );
+  t.equal(configError({ LDBOX_RUNNER_URLS: 'http://a:1,,garbage' }), notAUrlMessage('garbage'));
+
+  // LDBOX_RUNNER_TOKEN.
+  t.equal(configError({ LDBOX_RUNNER_TOKEN: 'short' }), 'LDBOX_RUNNER_TOKEN must be at least 16 characters long');
+  t.equal(configError({ LDBOX_RUNNER_TOKEN: 'x'.repeat(15) }), 'LDBOX_RUNNER_TOKEN must be at least 16 characters long');
+  t.notOk(configError({ LDBOX_RUNNER_TOKEN: 'short' })!.includes('short'), 'the message does not echo the secret');
+
+  // Order: NATS_URL and the runner URLs are checked before the numbers.
+  t.equal(configError({ NATS_URL: 'http://x', LDBOX_EXECUTOR_PORT: 'abc' }), 'NATS_URL must be nats://host:port (or host:port), got "http://x"');
+});
