@@ -22,9 +22,14 @@
  * one thread. Ratios are JS / DuckDB end-to-end per run, then the median; the COPY-only ratio is
  * shown too.
  *
- * The timed JS runs are the first real conversion in a fresh process (cold JIT, and parquet-wasm's code
- * not yet tiered up); the breakdown lines come from a second, instrumented run in the same process,
- * which is what a worker that has converted before sees ("warm").
+ * Each child does a tiny warm-up before the timed conversion, the same on both sides (JS: a conversion
+ * of one to three rows; DuckDB: its conversion with LIMIT 1000), so the timed runs are the first real
+ * conversion in a fresh process for both (for JS: cold JIT, and parquet-wasm's code not yet tiered up),
+ * and peak memory is measured from the same kind of baseline. (DuckDB's csv2parquet warm-up used to
+ * convert the whole file: its baseline then held that conversion's buffers, which it freed during the
+ * timed run, so its peak Δ read ~95–210 MiB instead of its ~300 MiB working set.) The breakdown lines
+ * come from a second, instrumented JS run in the same process, which is what a worker that has
+ * converted before sees ("warm").
  *
  * Env: BENCH_FORMATS_MB (CSV size, default 100), BENCH_FORMATS_REPS (default 5).
  */

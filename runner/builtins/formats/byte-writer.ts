@@ -30,6 +30,11 @@ export class ByteWriter {
     this.buf = next;
   }
 
+  /** Whether room for `n` more bytes can be made without passing the limit. */
+  canGrow(n: number): boolean {
+    return this.pos + n <= this.limit + MiB;
+  }
+
   /** Fails when more than `limit` bytes have been written. */
   checkLimit(): void {
     if (this.pos > this.limit) throw new ConversionInputError(this.overLimit || 'the output is too large');

@@ -69,12 +69,7 @@ export function typeName(t: ColumnType): string {
 export function cellType(s: string, a: number, b: number, escaped: boolean): ColumnType {
   const c = s.charCodeAt(a);
   if (c === 91 /* [ */) {
-    if (escaped) {
-      const t = s.slice(a, b).replaceAll('""', '"');
-      const item = parseList(t, 0, t.length, undefined);
-      return item < 0 ? T_STRING : listOf(item);
-    }
-    const item = parseList(s, a, b, undefined);
+    const item = parseList(s, a, b, undefined, escaped);
     return item < 0 ? T_STRING : listOf(item);
   }
   if (escaped) return T_STRING;
@@ -124,10 +119,15 @@ const isWs = (c: number) => c === 32 || c === 9 || c === 10 || c === 13;
  * whitespace. Nested lists and bare words are not lists (the column falls back to string).
  * Returns the join of the item kinds (T_NULL for `[]`), or -1 when the cell is not such a list or
  * (with a sink) an item did not fit.
+ *
+ * `escaped`: `t[a, b)` is the content of a quoted CSV field holding `""` pairs, parsed as the text
+ * it stands for (each `""` read as one `"`) without building that text first. Inside a quoted field
+ * every `"` is half of such a pair, so a quote is simply two characters wide.
  */
-export function parseList(t: string, a: number, b: number, sink: ListItemSink | undefined): number {
+export function parseList(t: string, a: number, b: number, sink: ListItemSink | undefined, escaped = false): number {
   if (t.charCodeAt(a) !== 91 || b - a < 2 || t.charCodeAt(b - 1) !== 93) return -1;
   const end = b - 1;
+  const qw = escaped ? 2 : 1;
   let i = a + 1;
   let item = T_NULL;
   while (i < end && isWs(t.charCodeAt(i))) i++;
@@ -140,31 +140,34 @@ export function parseList(t: string, a: number, b: number, sink: ListItemSink | 
     if (c === 34) {
       const open = i;
       let escapes = false;
-      i++;
+      i += qw;
       for (;;) {
         if (i >= end) return -1;
         const d = t.charCodeAt(i);
         if (d === 34) break;
         if (d === 92) {
           escapes = true;
-          i += 2;
+          // A backslash and the character it escapes (an escaped quote is a `""` pair when escaped).
+          i += t.charCodeAt(i + 1) === 34 ? 1 + qw : 2;
           continue;
         }
         if (d < 32) return -1;
         i++;
       }
+      // The closing quote is at i; without escapes the raw text between the quotes holds no quote.
       let decoded: string | undefined;
       if (escapes || sink) {
         if (escapes) {
+          const literal = escaped ? t.slice(open, i + qw).replaceAll('""', '"') : t.slice(open, i + 1);
           try {
-            decoded = JSON.parse(t.slice(open, i + 1)) as string;
+            decoded = JSON.parse(literal) as string;
           } catch {
             return -1;
           }
         }
-        if (sink && !sink.stringItem(t, open + 1, i, decoded)) return -1;
+        if (sink && !sink.stringItem(t, open + qw, i, decoded)) return -1;
       }
-      i++;
+      i += qw;
       k = T_STRING;
     } else if (c === 45 || (c >= 48 && c <= 57)) {
       const st = i;

@@ -124,6 +124,14 @@ export class CsvTokenizer {
 
   /** Reads the next chunk of records into the span buffers; returns how many (0 at the end). */
   nextChunk(): number {
+    return this.readRows(0, this.chunkRows);
+  }
+
+  /**
+   * Reads records into rows [from, upTo) of the current chunk's span buffers (a chunk can be read a
+   * block of rows at a time); returns the chunk's row count after it, `from` at the end of the text.
+   */
+  readRows(from: number, upTo: number): number {
     const s = this.text;
     const len = s.length;
     const ncols = this.ncols;
@@ -132,8 +140,8 @@ export class CsvTokenizer {
     const ends = this.ends;
     const flags = this.flags;
     let pos = this.pos;
-    let row = 0;
-    while (row < cap && pos < len) {
+    let row = from;
+    while (row < upTo && pos < len) {
       let c = s.charCodeAt(pos);
       if (c === LF || c === CR) {
         // A blank line.
@@ -175,7 +183,8 @@ export class CsvTokenizer {
           const start = pos;
           while (pos < len) {
             c = s.charCodeAt(pos);
-            if (c === COMMA || c === LF || c === CR) break;
+            // Every delimiter and line break is ≤ ',': one comparison for most characters.
+            if (c <= COMMA && (c === COMMA || c === LF || c === CR)) break;
             pos++;
           }
           if (pos >= len) c = -1;
@@ -203,7 +212,7 @@ export class CsvTokenizer {
       row++;
     }
     this.pos = pos;
-    this.rowsBefore += row;
+    this.rowsBefore += row - from;
     return row;
   }
 

@@ -39,7 +39,8 @@ import {
  */
 export class ParquetStitcher {
   private readonly out: ByteWriter;
-  private meta: RawField[] | undefined;
+  /** The first file's footer fields, copied (row count and row groups are rewritten). */
+  private meta: { id: number; kept?: OutField }[] | undefined;
   private rows = 0;
   private readonly groups: StitchedRowGroup[] = [];
 
@@ -64,7 +65,7 @@ export class ParquetStitcher {
     const footerLength = view.getUint32(n - 8, true);
     const footerStart = n - 8 - footerLength;
     const meta = readStruct(file, footerStart, n - 8).fields;
-    this.meta ??= meta;
+    this.meta ??= meta.map((f) => (f.id === 3 || f.id === 4 ? { id: f.id } : { id: f.id, kept: keep(f) }));
     const rowGroups = structListOf(need(meta, 4));
     for (const index of only ?? rowGroups.map((_, i) => i)) {
       const rg = rowGroups[index];
@@ -125,7 +126,7 @@ export class ParquetStitcher {
     for (const f of this.meta) {
       if (f.id === 3) footer.push({ id: 3, type: T_I64, int: this.rows });
       else if (f.id === 4) footer.push({ id: 4, type: T_LIST, items: rowGroups });
-      else footer.push(keep(f));
+      else footer.push(f.kept!);
     }
     const w = new CompactWriter();
     w.struct(footer);

@@ -179,9 +179,12 @@ export function field(fields: RawField[], id: number): RawField | undefined {
   return fields.find((f) => f.id === id);
 }
 
-/** A field as read, to be written unchanged. */
+/**
+ * A field as read, to be written unchanged. Its bytes are copied: a view would keep the whole source
+ * alive (the stitcher keeps fields of every chunk it joins until it writes the footer).
+ */
 export function keep(f: RawField): OutField {
-  return { id: f.id, type: f.type, raw: f.src.subarray(f.start, f.end) };
+  return { id: f.id, type: f.type, raw: f.src.slice(f.start, f.end) };
 }
 
 /** Serialises a struct's fields (in the order given) and its STOP. */

@@ -240,6 +240,33 @@ t.test('a type widened by a later chunk: one restart, the final types, every val
   t.ok(stats.chunks >= 2, `${stats.chunks} chunks`);
 });
 
+t.test('chunks read a block of rows at a time: boundaries, blank lines, multi-line cells, late errors', async (t) => {
+  const rows = 2 * 16_384 + 2049 + 5;
+  const lines = ['id,text,n'];
+  for (let i = 0; i < rows; i++) {
+    if (i % 1000 === 999) lines.push('');
+    lines.push(`${i},${i % 777 === 0 ? `"line one\nline ${i}, two"` : `t${i}`},${i % 3 === 0 ? '' : i * 2}`);
+  }
+  const path = parquetFile(t, lines.join('\r\n'));
+  t.same(
+    await duck.rows(`SELECT row_group_num_rows::INT FROM parquet_metadata('${path}') GROUP BY row_group_id, row_group_num_rows ORDER BY row_group_id`),
+    [[16_384], [16_384], [2049 + 5]],
+  );
+  t.same(
+    await duck.rows(`SELECT count(*)::INT, sum(id)::BIGINT::VARCHAR, count(n)::INT, count(*) FILTER (WHERE text LIKE 'line one%')::INT FROM read_parquet('${path}')`),
+    [[rows, String((rows * (rows - 1)) / 2), rows - Math.ceil(rows / 3), Math.ceil(rows / 777)]],
+  );
+  t.same(await duck.rows(`SELECT text FROM read_parquet('${path}') WHERE id = 33411`), [['line one\nline 33411, two']]);
+  // Errors deep in a later chunk still name their line.
+  const before = lines.slice(0, 30_000).join('\n');
+  const line = before.split('\n').length + 1;
+  t.ok(line > 30_000, `line ${line}, in the second chunk`);
+  const ragged = `${before}\n1,2\n${lines.slice(30_000).join('\n')}`;
+  t.same(csv2parquet(ragged), { base64: '', success: false, error: `malformed CSV: line ${line} has 2 fields, but the header has 3` });
+  const unclosed = `${before}\n5,"open,1\n${lines.slice(30_000).join('\n')}`;
+  t.match(csv2parquet(unclosed).error, /^malformed CSV: /, 'an unclosed quote far down');
+});
+
 t.test('one row group per chunk of 16,384 rows', async (t) => {
   const csv = `a\n${Array.from({ length: 250_000 }, (_, i) => i).join('\n')}`;
   const path = parquetFile(t, csv);

@@ -112,6 +112,19 @@ t.test('a single file passes through with the same content', async (t) => {
   t.same(inspect(joined).chunks.map((c) => c.size), inspect(one).chunks.map((c) => c.size), 'same column chunk sizes');
 });
 
+t.test('the joined file keeps nothing of the files added (they may be freed or reused)', async (t) => {
+  const files = [0, 1, 2].map((k) => writeParquetFromIpc(chunk(k * 50, 50), 'zstd'));
+  const joinedOf = (overwrite: boolean) => {
+    const s = new ParquetStitcher(16);
+    for (const f of files.map((f) => Uint8Array.from(f))) {
+      s.add(f);
+      if (overwrite) f.fill(0x5a);
+    }
+    return Buffer.from(s.finish());
+  };
+  t.ok(joinedOf(true).equals(joinedOf(false)), 'the same bytes when each file is overwritten after add()');
+});
+
 t.test('cutting a DuckDB file down to some row groups', async (t) => {
   const src = duck.path();
   await duck.run(

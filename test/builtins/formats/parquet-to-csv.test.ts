@@ -99,6 +99,34 @@ t.test('a DuckDB file read a few row groups at a time gives the CSV DuckDB write
   t.equal(a.length, b.length);
 });
 
+t.test('decoded batches are read from wasm memory (FFI) unless the schema has a type without a plain layout', async (t) => {
+  const plain = await duckParquet(`SELECT i, 'v' || i AS s, [i, NULL] AS l, {'a': i} AS st FROM range(5000) t(i)`, ', ROW_GROUP_SIZE 1000');
+  const stats = emptyParquetStats();
+  const csv = parquetToCsv(Buffer.from(plain, 'base64'), testContext(), stats).toString('utf8');
+  t.equal(stats.ffiReads, stats.reads, `${stats.reads} reads, all through FFI`);
+  t.equal(csv.split('\n')[4999 + 1], '4999,v4999,"[4999, null]","{""a"": 4999}"');
+  const withMap = await duckParquet(`SELECT i, MAP {'k': i} AS m FROM range(3) t(i)`);
+  const mapStats = emptyParquetStats();
+  t.equal(parquetToCsv(Buffer.from(withMap, 'base64'), testContext(), mapStats).toString('utf8'), 'i,m\n0,"{""k"": 0}"\n1,"{""k"": 1}"\n2,"{""k"": 2}"\n');
+  t.equal(mapStats.ffiReads, 0, 'a map column: through IPC');
+});
+
+t.test('a batch FFI does not take is read again through IPC, with the same CSV', async (t) => {
+  // Several reads, each of a file cut down to its row groups.
+  const file = Buffer.from(await duckParquet(`SELECT i, 'some text ' || i AS s, [i, NULL] AS l FROM range(300000) t(i)`, ', ROW_GROUP_SIZE 30000'), 'base64');
+  const expected = parquetToCsv(file, testContext()).toString('utf8');
+  const ffi = await import('../../../runner/builtins/formats/arrow-ffi.js');
+  const url = (path: string) => new URL(path, import.meta.url).href;
+  const { parquetToCsv: refusingFfi } = await t.mockImport<typeof import('../../../runner/builtins/formats/parquet-to-csv.js')>(
+    url('../../../runner/builtins/formats/parquet-to-csv.js'),
+    { [url('../../../runner/builtins/formats/arrow-ffi.js')]: { ...ffi, importFfiBatch: () => undefined } },
+  );
+  const stats = emptyParquetStats();
+  t.equal(refusingFfi(file, testContext(), stats).toString('utf8'), expected);
+  t.equal(stats.ffiReads, 0);
+  t.ok(stats.reads > 1, `${stats.reads} reads`);
+});
+
 t.test('DuckDB lists → CSV → csv2parquet gives the same table and types back', async (t) => {
   const sql = `SELECT i AS id, [i, -i, NULL]::BIGINT[] AS nums, ['t' || (i % 5), 'x, y', 'q"' || i]::VARCHAR[] AS tags,
     i / 7 AS ratio, i % 2 = 0 AS even, 'name ' || i AS name FROM range(3000) t(i)`;
