@@ -13,7 +13,8 @@
  * 6. the payload: Content-Type, size (413 without reading the rest), JSON object / form, query;
  * 7. `Idempotency-Key` claim (KV create-if-absent), then the JetStream publish awaiting the PubAck,
  *    `Nats-Msg-Id` = execution id → 503 when not stored (never 202), 413 when too large;
- * 8. 202 `{"executionId": "..."}`. The `queued` execution record is written afterwards, in the background.
+ * 8. 202 `{"executionId": "..."}`. No `queued` record is written: until an executor picks the job up, the
+ *    stored job is the queued execution (ExecutionRepository reads it from the stream).
  *
  * The job (subject `ldbox.jobs.<workflowId>`) is the JSON {@link WebhookJob} (src/workflows/webhook-job.ts).
  */
@@ -31,7 +32,7 @@ import { isWorkflowId, newExecutionId } from '../src/workflows/ids.js';
 import { authenticateWebhookRequest, type RandomBytes, WEBHOOK_SECRET_QUERY_PARAMETER } from '../src/workflows/webhook-secret.js';
 import type { WebhookJob } from '../src/workflows/webhook-job.js';
 import type { WorkflowRecord } from '../src/workflows/workflow-model.js';
-import { createQueuedRecord, type Publisher, withTrigger } from './publish-batch.js';
+import type { Publisher } from './publish-batch.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { sendError, sendJson, WebhookError } from './webhook-errors.js';
 import { bodyKind, parseBody, queryObject, readBody } from './webhook-payload.js';
@@ -170,15 +171,13 @@ async function run(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, d
   job.executionId = executionId;
   outcome.executionId = executionId;
 
-  // The trigger (the body: the bulk of the job) is serialized once, for the job and the queued record.
-  const triggerJson = JSON.stringify(job.trigger);
-  const data = Buffer.from(withTrigger(job, triggerJson), 'utf8');
+  const data = Buffer.from(JSON.stringify(job), 'utf8');
   if (data.length > maxJobBytes(deps.config.maxBodyBytes)) {
     await release();
     throw new WebhookError('payload_too_large', `the webhook's body and query make a job of ${data.length} bytes, over the limit of ${maxJobBytes(deps.config.maxBodyBytes)} bytes`);
   }
   const t0 = performance.now();
-  const pub = await deps.publisher.publish(jobSubject(id), data, { msgID: executionId, expectStream: JOBS_STREAM });
+  const pub = await deps.publisher.publish(jobSubject(id, executionId), data, { msgID: executionId, expectStream: JOBS_STREAM });
   deps.observeEnqueue?.((performance.now() - t0) / 1000, pub.ok ? 'ok' : pub.error);
   if (!pub.ok) {
     deps.log.warn({ workflowId: id, executionId, error: pub.error, reason: pub.message }, 'webhook job not queued');
@@ -187,29 +186,6 @@ async function run(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, d
   }
   if (key !== undefined && stores && claimRevision !== undefined) {
     await confirmIdempotencyKey(stores.idempotency, id, key, executionId, claimRevision);
-  }
-  if (stores && !pub.duplicate) {
-    // ExecutionRepository.createIfAbsent, through the job publisher (publish-batch.ts: same message, far
-    // less CPU than nats.js's js.publish()).
-    void createQueuedRecord(deps.publisher, {
-      id: executionId,
-      workflowId: id,
-      workspace: workflow.workspace,
-      status: 'queued',
-      trigger: job.trigger,
-      nodes: [],
-      error: '',
-      createdAt: job.receivedAt,
-      startedAt: null,
-      finishedAt: null,
-      attempts: 0,
-      costUnits: 0,
-    }, triggerJson).then(
-      (r) => {
-        if (!r.ok) deps.log.warn({ executionId, err: r.message }, 'the queued execution record was not written (the job is queued)');
-      },
-      (err: Error) => deps.log.warn({ executionId, err: err.message }, 'the queued execution record was not written (the job is queued)'),
-    );
   }
   accept(res, executionId, outcome);
 

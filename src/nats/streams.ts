@@ -25,9 +25,13 @@ const MiB = 1024 * 1024;
 export const JOBS_STREAM = 'JOBS';
 /** Subjects of the job stream: `ldbox.jobs.<workflowId>` (the gateway picks the last token). */
 export const JOBS_SUBJECTS = ['ldbox.jobs.>'];
-/** Subject a job for a workflow is published on. */
-export function jobSubject(workflowId: string): string {
-  return `ldbox.jobs.${workflowId}`;
+/**
+ * Subject a job is published on: `ldbox.jobs.<workflowId>.<executionId>`. The execution id in the subject
+ * lets the control plane find a queued job by id (`last_by_subj ldbox.jobs.*.<id>`) and list a workflow's
+ * queued jobs from the stream's subject index, so no separate `queued` record has to be written.
+ */
+export function jobSubject(workflowId: string, executionId?: string): string {
+  return executionId === undefined ? `ldbox.jobs.${workflowId}` : `ldbox.jobs.${workflowId}.${executionId}`;
 }
 
 /**

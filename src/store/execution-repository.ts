@@ -9,10 +9,11 @@
  * `ldbox.workflows.v1.NodeExecution` (written by the executor with `toJson`), so the control plane reads
  * them back with `fromJson` and no field is lost in between.
  *
- * Who writes what: the gateway creates the `queued` record once the job's PubAck arrived, with
- * create-if-absent, in the background (the 202 does not wait for it: the job in the stream is the durable
- * promise, the record is for reading). The executor upserts (`put`) from then on; if it got there first,
- * the gateway's create simply loses and changes nothing.
+ * Who writes what: nobody writes a `queued` record. The gateway's job in the JOBS stream (subject
+ * `ldbox.jobs.<workflowId>.<executionId>`) is the queued execution until an executor picks it up; the
+ * executor writes the record (`running` first) before it acknowledges the job, so at every moment the
+ * execution is in the stream, in the bucket, or both (then the record wins). Reads look in the bucket,
+ * then the stream, then the bucket again (the executor may have written and acked in between).
  */
 import { create, fromJson, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
@@ -25,10 +26,11 @@ import {
   NodeExecutionSchema,
   TriggerSchema,
 } from '../gen/ldbox/workflows/v1/workflows_pb.js';
-import { KV_BUCKETS } from '../nats/streams.js';
+import { JOBS_STREAM, jobSubject, KV_BUCKETS } from '../nats/streams.js';
+import { parseWebhookJob } from '../workflows/webhook-job.js';
 import { isExecutionId } from '../workflows/ids.js';
 import { kvKeys, kvLastByPattern } from './kv-index.js';
-import { decodeJson, decodePageToken, encodeJson, encodePageToken, isWrongRevision, unavailable } from './store-errors.js';
+import { decodeJson, decodePageToken, encodeJson, encodePageToken, unavailable } from './store-errors.js';
 
 export type ExecutionStatusName = 'queued' | 'running' | 'succeeded' | 'failed';
 
@@ -96,18 +98,8 @@ export class ExecutionRepository {
     private readonly executions: KV,
     private readonly jsm: JetStreamManager,
     private readonly bucket: string = KV_BUCKETS.executions,
+    private readonly jobsStream: string = JOBS_STREAM,
   ) {}
-
-  /** Creates the record unless one exists; false when it existed (the executor was first). */
-  async createIfAbsent(record: ExecutionRecord): Promise<boolean> {
-    try {
-      await this.executions.put(executionKey(record.workflowId, record.id), encodeJson(record), { previousSeq: 0 });
-      return true;
-    } catch (err) {
-      if (isWrongRevision(err)) return false;
-      throw unavailable('storing the execution failed', err);
-    }
-  }
 
   /** Writes the record as it is (the executor's upsert). */
   async put(record: ExecutionRecord): Promise<void> {
@@ -123,15 +115,48 @@ export class ExecutionRepository {
     return this.#read(executionKey(workflowId, executionId));
   }
 
-  /** One execution by id; undefined when there is none (or it expired). One request: see kv-index.ts. */
+  /** One execution by id, recorded or still queued; undefined when there is none (or it expired). */
   async get(executionId: string): Promise<ExecutionRecord | undefined> {
-    let e;
     try {
-      e = await kvLastByPattern(this.jsm, this.bucket, `*.${executionId}`);
+      const recorded = async () => {
+        const e = await kvLastByPattern(this.jsm, this.bucket, `*.${executionId}`);
+        return e === undefined ? undefined : decodeJson<ExecutionRecord>(e.value);
+      };
+      return (await recorded()) ?? (await this.#queued(`*.${executionId}`)) ?? (await recorded());
     } catch (err) {
       throw unavailable('reading the execution failed', err);
     }
-    return e === undefined ? undefined : decodeJson<ExecutionRecord>(e.value);
+  }
+
+  /** The queued execution of the job on `ldbox.jobs.<pattern>`, from the JOBS stream. */
+  async #queued(pattern: string): Promise<ExecutionRecord | undefined> {
+    const m = await this.jsm.streams.getMessage(this.jobsStream, { last_by_subj: jobSubject(pattern) });
+    if (!m) return undefined;
+    let job;
+    try {
+      job = parseWebhookJob(m.data);
+    } catch {
+      return undefined; // a malformed job is recorded as failed by the executor
+    }
+    return {
+      id: job.executionId,
+      workflowId: job.workflowId,
+      workspace: job.workspace,
+      status: 'queued',
+      trigger: job.trigger,
+      nodes: [],
+      error: '',
+      createdAt: job.receivedAt,
+      startedAt: null,
+      finishedAt: null,
+      attempts: 0,
+      costUnits: 0,
+    };
+  }
+
+  /** One execution of a known workflow: the record, else the queued job, else the record (see get). */
+  async #readEither(workflowId: string, executionId: string): Promise<ExecutionRecord | undefined> {
+    return (await this.#read(executionKey(workflowId, executionId))) ?? (await this.#queued(`${workflowId}.${executionId}`)) ?? (await this.#read(executionKey(workflowId, executionId)));
   }
 
   async #read(key: string): Promise<ExecutionRecord | undefined> {
@@ -152,19 +177,26 @@ export class ExecutionRepository {
       before = decodePageToken(opts.pageToken, isExecutionId);
       if (before === undefined) return undefined;
     }
-    const ids: string[] = [];
+    const found = new Set<string>();
     const prefix = `${workflowId}.`;
     try {
-      for (const k of await kvKeys(this.jsm, this.bucket, `${workflowId}.*`)) {
-        const id = k.slice(prefix.length);
-        if (before === undefined || id < before) ids.push(id);
-      }
+      for (const k of await kvKeys(this.jsm, this.bucket, `${workflowId}.*`)) found.add(k.slice(prefix.length));
+      // Queued ones: the jobs still in the stream (their subjects end in the execution id).
+      const jobs = await this.jsm.streams.info(this.jobsStream, { subjects_filter: jobSubject(workflowId, '*') });
+      const jobPrefix = jobSubject(workflowId, '');
+      for (const subject of Object.keys(jobs.state.subjects ?? {})) found.add(subject.slice(jobPrefix.length));
     } catch (err) {
       throw unavailable('listing executions failed', err);
     }
+    const ids = [...found].filter((id) => isExecutionId(id) && (before === undefined || id < before));
     ids.sort((a, b) => (a < b ? 1 : a > b ? -1 : 0));
     const page = ids.slice(0, opts.pageSize);
-    const records = (await Promise.all(page.map((id) => this.#read(executionKey(workflowId, id))))).filter((r): r is ExecutionRecord => r !== undefined);
+    let records: ExecutionRecord[];
+    try {
+      records = (await Promise.all(page.map((id) => this.#readEither(workflowId, id)))).filter((r): r is ExecutionRecord => r !== undefined);
+    } catch (err) {
+      throw unavailable('reading executions failed', err);
+    }
     const more = ids.length > page.length;
     return { executions: records, nextPageToken: more ? encodePageToken(page[page.length - 1]!) : '' };
   }

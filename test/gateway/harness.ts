@@ -111,7 +111,7 @@ export async function jobsOf(t: Test, natsUrl: string, workflowId: string): Prom
   const jsm = await jetstreamManager(nc);
   const info = await jsm.consumers.add(JOBS_STREAM, {
     ack_policy: AckPolicy.Explicit,
-    filter_subject: jobSubject(workflowId),
+    filter_subject: jobSubject(workflowId, '*'),
     inactive_threshold: 60_000_000_000,
   });
   try {
