@@ -45,5 +45,7 @@ t.test('logs never hold a secret', async (t) => {
     executionId: ok.json.executionId,
     msg: 'webhook',
   });
+  t.equal(entry.level, 20, 'an accepted webhook is logged at debug (the executor logs each execution at info)');
+  t.ok(lines.some((l) => l.includes('"code":"invalid_secret"') && l.includes('"level":30')), 'a refused one at info');
   t.ok(lines.some((l) => l.includes('s%65cret=[REDACTED]') && l.includes('"code":"invalid_secret"')), 'the encoded name is scrubbed too');
 });
