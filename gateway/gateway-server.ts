@@ -15,12 +15,12 @@
  */
 import { randomBytes, randomFillSync } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { GatewayConfig } from '../src/config/gateway-config.js';
 import type { Logger } from '../src/logging/logger.js';
+import { listenOrUndo, sendMetrics } from '../src/http/server-helpers.js';
 import { connectNats, type ConnectNatsOptions } from '../src/nats/connect.js';
 import { JobPublisher } from '../src/nats/job-publisher.js';
 import { KvCache } from '../src/nats/kv-cache.js';
@@ -178,16 +178,10 @@ export async function startGateway(configIn: GatewayConfig, log: Logger, options
         return;
       case '/metrics':
         route = 'metrics';
-        metrics.registry.metrics().then(
-          (text) => {
-            res.writeHead(200, { 'content-type': metrics.registry.contentType });
-            res.end(text);
-          },
-          (err: Error) => {
-            log.error({ err }, 'metrics failed');
-            sendError(res, new WebhookError('internal_error', 'metrics failed'));
-          },
-        );
+        sendMetrics(res, metrics.registry, (err) => {
+          log.error({ err }, 'metrics failed');
+          sendError(res, new WebhookError('internal_error', 'metrics failed'));
+        });
         return;
     }
     route = 'control_plane';
@@ -196,23 +190,13 @@ export async function startGateway(configIn: GatewayConfig, log: Logger, options
   server.headersTimeout = 20_000;
   server.requestTimeout = 60_000;
 
-  try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(config.port, config.host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-  } catch (err) {
-    // The port is taken (or not ours): undo what started, so the process can exit with the error.
+  // The port is taken (or not ours): undo what started, so the process can exit with the error.
+  const port = await listenOrUndo(server, config.port, config.host, async () => {
     closing = true;
     publisher.close();
     await Promise.all([workflowCache.stop(), workspaceCache.stop()]);
     await client.close();
-    throw err;
-  }
-  const port = (server.address() as AddressInfo).port;
+  });
   if (!config.baseUrlSet) config.baseUrl = `http://127.0.0.1:${port}`;
   log.info({ host: config.host, port, nats: config.natsUrl, baseUrl: config.baseUrl, maxBodyBytes: config.maxBodyBytes, webhookRate: config.webhookRate }, 'gateway listening');
 

@@ -8,9 +8,10 @@
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, connect as netConnect } from 'node:net';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { answersNatsInfo } from '../../src/nats/probe.js';
 
 export interface BenchNatsServer {
   url: string;
@@ -53,21 +54,7 @@ export function freePort(): Promise<number> {
 /** Resolves once the port sends a NATS `INFO` line. */
 async function waitForInfo(port: number, deadline: number, proc: ChildProcess, logs: () => string): Promise<void> {
   for (;;) {
-    const ok = await new Promise<boolean>((res) => {
-      const sock = netConnect({ host: '127.0.0.1', port });
-      let buf = '';
-      const done = (v: boolean) => {
-        sock.destroy();
-        res(v);
-      };
-      sock.setTimeout(500, () => done(false));
-      sock.on('data', (d) => {
-        buf += d.toString('utf8');
-        if (buf.startsWith('INFO ')) done(true);
-      });
-      sock.on('error', () => done(false));
-      sock.on('close', () => done(false));
-    });
+    const ok = await answersNatsInfo(port);
     if (ok) return;
     if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`nats-server exited before listening on ${port}:\n${logs()}`);
     if (Date.now() > deadline) throw new Error(`nats-server did not answer on ${port} in time:\n${logs()}`);

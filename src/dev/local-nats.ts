@@ -9,9 +9,10 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect as netConnect, createServer } from 'node:net';
+import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { answersNatsInfo } from '../nats/probe.js';
 
 export interface LocalNats {
   url: string;
@@ -98,7 +99,7 @@ export async function startLocalNats(bin: string, dir: string, port: number, max
     rmSync(pidFile, { force: true });
   });
   const deadline = Date.now() + 15_000;
-  while (!(await answersInfo(port))) {
+  while (!(await answersNatsInfo(port))) {
     if (proc.exitCode !== null || proc.signalCode !== null) {
       throw new Error(`nats-server exited at start (${await exited}); see ${join(dir, 'nats-server.log')}`);
     }
@@ -141,23 +142,4 @@ async function stopOrphan(pidFile: string, conf: string): Promise<void> {
     for (let i = 0; i < 100 && existsSync(`/proc/${pid}`); i++) await new Promise((r) => setTimeout(r, 50));
   }
   rmSync(pidFile, { force: true });
-}
-
-/** True when something on the port sends a NATS `INFO` line. */
-function answersInfo(port: number): Promise<boolean> {
-  return new Promise((res) => {
-    const sock = netConnect({ host: '127.0.0.1', port });
-    let buf = '';
-    const done = (v: boolean) => {
-      sock.destroy();
-      res(v);
-    };
-    sock.setTimeout(500, () => done(false));
-    sock.on('data', (d) => {
-      buf += d.toString('utf8');
-      if (buf.startsWith('INFO ')) done(true);
-    });
-    sock.on('error', () => done(false));
-    sock.on('close', () => done(false));
-  });
 }

@@ -12,11 +12,11 @@
  * cancelled and the jobs given back (nak) for another executor, without waiting out the ack wait.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { EXECUTE_DEADLINE_SLACK_MS, type ExecutorConfig } from '../config/executor-config.js';
+import { listenOrUndo, sendMetrics } from '../http/server-helpers.js';
 import type { Logger } from '../logging/logger.js';
 import { connectNats, type ConnectNatsOptions } from '../nats/connect.js';
 import { ensureJobConsumer, type Job, JOBS_CONSUMER, runJobConsumer } from '../nats/job-consumer.js';
@@ -214,38 +214,22 @@ export async function startExecutor(config: ExecutorConfig, log: Logger, options
       return json(ok ? 200 : 503, { status: ok ? 'ready' : 'not_ready', nats: client.state, storesOpen: stores !== undefined, consumerReady, inFlight: loop.inFlight });
     }
     if (path === '/metrics') {
-      metrics.registry.metrics().then(
-        (text) => {
-          res.writeHead(200, { 'content-type': metrics.registry.contentType });
-          res.end(text);
-        },
-        (err: Error) => {
-          log.error({ err }, 'metrics failed');
-          json(500, { error: { code: 'internal_error', message: 'metrics failed' } });
-        },
-      );
+      sendMetrics(res, metrics.registry, (err) => {
+        log.error({ err }, 'metrics failed');
+        json(500, { error: { code: 'internal_error', message: 'metrics failed' } });
+      });
       return;
     }
     json(404, { error: { code: 'not_found', message: 'no such route: the executor serves /healthz, /readyz and /metrics' } });
   });
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
-  try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(config.port, config.host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-  } catch (err) {
-    // The port is taken (or not ours): undo what started, so the process can exit with the error.
+  // The port is taken (or not ours): undo what started, so the process can exit with the error.
+  const port = await listenOrUndo(server, config.port, config.host, async () => {
     closing = true;
     await loop.stop();
     await client.close();
-    throw err;
-  }
-  const port = (server.address() as AddressInfo).port;
+  });
   log.info({ host: config.host, port, nats: config.natsUrl, runners: config.runnerUrls, concurrency: config.concurrency }, 'executor started');
 
   return {

@@ -74,22 +74,7 @@ export async function runExecution(job: WebhookJob, attempt: number, deps: Execu
     await settleCharge(existing, deps);
     return 'already_finished';
   }
-  const rec: ExecutionRecord = {
-    id: job.executionId,
-    workflowId: job.workflowId,
-    workspace: job.workspace,
-    status: 'running',
-    trigger: job.trigger,
-    nodes: existing?.nodes ?? [],
-    error: '',
-    createdAt: existing?.createdAt ?? job.receivedAt,
-    startedAt: now().toISOString(),
-    finishedAt: null,
-    attempts: Math.max((existing?.attempts ?? 0) + 1, attempt),
-    costUnits: existing?.costUnits ?? 0,
-    charged: false,
-    unrecordedOutputs: existing?.unrecordedOutputs ?? [],
-  };
+  const rec = continuedRecord(job, existing, { startedAt: now().toISOString(), attempts: Math.max((existing?.attempts ?? 0) + 1, attempt) });
 
   const workflow = await deps.workflows.get(job.workflowId);
   if (!workflow) return finish(rec, 'failed', `workflow ${job.workflowId} was deleted before the execution ran`, deps);
@@ -124,6 +109,26 @@ export async function runExecution(job: WebhookJob, attempt: number, deps: Execu
     if (i < workflow.nodes.length - 1) await deps.executions.put(rec);
   }
   return finish(rec, 'succeeded', '', deps);
+}
+
+/** The `running` record of `job`, carrying over what an earlier attempt recorded (nodes, cost, creation time). */
+function continuedRecord(job: WebhookJob, existing: ExecutionRecord | undefined, at: { startedAt: string | null; attempts: number }): ExecutionRecord {
+  return {
+    id: job.executionId,
+    workflowId: job.workflowId,
+    workspace: job.workspace,
+    status: 'running',
+    trigger: job.trigger,
+    nodes: existing?.nodes ?? [],
+    error: '',
+    createdAt: existing?.createdAt ?? job.receivedAt,
+    startedAt: at.startedAt,
+    finishedAt: null,
+    attempts: at.attempts,
+    costUnits: existing?.costUnits ?? 0,
+    charged: false,
+    unrecordedOutputs: existing?.unrecordedOutputs ?? [],
+  };
 }
 
 interface NodeRun {
@@ -216,22 +221,7 @@ export async function recordExhausted(job: WebhookJob, attempts: number, error: 
   const existing = await deps.executions.find(job.workflowId, job.executionId);
   if (existing && isFinal(existing)) return settleCharge(existing, deps);
   const reason = error === undefined ? 'the executor stopped during the last one' : (error as Error)?.message ?? String(error);
-  const rec: ExecutionRecord = {
-    id: job.executionId,
-    workflowId: job.workflowId,
-    workspace: job.workspace,
-    status: 'running',
-    trigger: job.trigger,
-    nodes: existing?.nodes ?? [],
-    error: '',
-    createdAt: existing?.createdAt ?? job.receivedAt,
-    startedAt: existing?.startedAt ?? null,
-    finishedAt: null,
-    attempts: Math.max(existing?.attempts ?? 0, attempts),
-    costUnits: existing?.costUnits ?? 0,
-    charged: false,
-    unrecordedOutputs: existing?.unrecordedOutputs ?? [],
-  };
+  const rec = continuedRecord(job, existing, { startedAt: existing?.startedAt ?? null, attempts: Math.max(existing?.attempts ?? 0, attempts) });
   // The node that was running when the last attempt ended: the entry after the succeeded ones, if any.
   const last = rec.nodes.length > 0 ? readStoredNode(rec.nodes[rec.nodes.length - 1]!) : undefined;
   let message = `gave up after ${rec.attempts} ${rec.attempts === 1 ? 'attempt' : 'attempts'}: ${reason}`;

@@ -157,7 +157,9 @@ t.test('the executor serves /healthz, /readyz and /metrics with execution counts
   const wf = await createFlow(s.base, [{ id: 'a', code: 'return 1' }]);
   const okId = (await hook(s.base, wf.id, { body: {} })).json.executionId;
   await waitForFinish(s.base, okId);
-  const text = await (await fetch(`${base}/metrics`)).text();
+  // The record is final a moment before the executor counts the execution (it writes, then counts).
+  let text = '';
+  await waitFor(async () => /ldbox_executor_executions_total\{outcome="succeeded"\} 1/.test((text = await (await fetch(`${base}/metrics`)).text())), 5000, 'counted');
   t.match(text, /ldbox_executor_executions_total\{outcome="succeeded"\} 1/);
   t.match(text, /ldbox_executor_execute_seconds_count\{outcome="ok"\} 1/);
   t.match(text, /ldbox_executor_queue_depth\{state="pending"\} 0/);

@@ -9,10 +9,11 @@
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, connect as netConnect } from 'node:net';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { answersNatsInfo } from '../../src/nats/probe.js';
 
 export interface NatsServerOptions {
   /** Port to listen on; default: a free random port. */
@@ -97,21 +98,7 @@ export async function freePort(): Promise<number> {
 /** Resolves once something on the port sends a NATS `INFO` line. */
 async function waitForInfo(port: number, deadline: number, proc: () => ChildProcess | undefined, logs: () => string): Promise<void> {
   for (;;) {
-    const ok = await new Promise<boolean>((res) => {
-      const sock = netConnect({ host: '127.0.0.1', port });
-      let buf = '';
-      const done = (v: boolean) => {
-        sock.destroy();
-        res(v);
-      };
-      sock.setTimeout(500, () => done(false));
-      sock.on('data', (d) => {
-        buf += d.toString('utf8');
-        if (buf.startsWith('INFO ')) done(true);
-      });
-      sock.on('error', () => done(false));
-      sock.on('close', () => done(false));
-    });
+    const ok = await answersNatsInfo(port);
     if (ok) return;
     const p = proc();
     if (!p || p.exitCode !== null || p.signalCode !== null) {
