@@ -11,6 +11,7 @@
  * Stopping (SIGTERM): no new pulls; running jobs get `drainMs` to finish, then their runner calls are
  * cancelled and the jobs given back (nak) for another executor, without waiting out the ack wait.
  */
+import { setMaxListeners } from 'node:events';
 import http from 'node:http';
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
@@ -65,6 +66,8 @@ export async function startExecutor(config: ExecutorConfig, log: Logger, options
   const client = connectNats(config.natsUrl, { name: 'ldbox-executor', logger: log, ...options.nats });
   const runners = new RunnerClients(config.runnerUrls, config.runnerToken);
   const cancelRuns = new AbortController();
+  // Every job in flight listens on it (its runner call, a wait for NATS): not a leak.
+  setMaxListeners(config.concurrency * 4 + 10, cancelRuns.signal);
   let stores: Stores | undefined;
   let consumerReady = false;
   let closing = false;
@@ -115,11 +118,19 @@ export async function startExecutor(config: ExecutorConfig, log: Logger, options
     observer: { execute: (seconds, outcome) => metrics.execute(seconds, outcome) },
   });
 
-  const currentStores = async (): Promise<Stores> => openStores(await client.whenConnected());
+  // Aborted at shutdown too: a job must not hold close() while it waits for NATS to come back.
+  const currentStores = async (): Promise<Stores> => openStores(await client.whenConnected(cancelRuns.signal));
 
   const handler = async (job: Job): Promise<void> => {
     const t0 = performance.now();
-    const s = await currentStores();
+    let s: Stores;
+    try {
+      s = await currentStores();
+    } catch (err) {
+      if (!cancelRuns.signal.aborted) throw err;
+      job.nak(); // shutting down while NATS is away: give the job back, not an attempt used up
+      return;
+    }
     let parsed;
     try {
       parsed = parseWebhookJob(job.data);

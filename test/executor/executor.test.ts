@@ -194,3 +194,16 @@ async function pendingJobs(nc: import('@nats-io/transport-node').NatsConnection)
   const info = await jsm.consumers.info('JOBS', 'executor');
   return info.num_pending + info.num_ack_pending;
 }
+
+t.test('stopping while NATS is away and a job runs: close() cancels the run and returns', async (t) => {
+  const s = await stackFixture(t, { noExecutor: true });
+  const ex = await s.startExecutor();
+  const wf = await createFlow(s.base, [{ id: 'slow', code: 'await ld.wait(5000); return 1' }]);
+  const id = (await hook(s.base, wf.id, { body: {} })).json.executionId;
+  await waitFor(async () => (await getExecution(s.base, id))?.status === 'EXECUTION_STATUS_RUNNING', 10_000, 'running');
+  await s.nats.kill('SIGKILL');
+  const t0 = Date.now();
+  await ex.close(500);
+  t.ok(Date.now() - t0 < 8000, `close() returned in ${Date.now() - t0} ms, without waiting out the 5 s node or NATS`);
+  t.equal(ex.inFlight, 0);
+});
