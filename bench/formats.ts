@@ -38,6 +38,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
+import type { Measured } from './lib/formats-child.js';
 import { FORMATS_CSV_COLUMNS, writeFormatsCsv } from './lib/formats-data.js';
 
 const MB = Number(process.env.BENCH_FORMATS_MB ?? '100') > 0 ? Number(process.env.BENCH_FORMATS_MB ?? '100') : 100;
@@ -45,18 +46,8 @@ const REPS = Math.max(1, Math.floor(Number(process.env.BENCH_FORMATS_REPS ?? '5'
 const MiB = 1024 * 1024;
 const CHILD = new URL('./lib/formats-child.js', import.meta.url).pathname;
 
-interface ChildResult {
-  mode: string;
-  ms: number;
-  copyMs?: number;
-  inputBytes: number;
-  outputBytes: number;
-  baseRss: number;
-  peakRss: number;
-  peakDelta: number;
-  maxRss: number;
-  detail?: Record<string, unknown>;
-}
+/** What a child prints: its mode and its measurement. */
+type ChildResult = Measured & { mode: string };
 
 function runChild(mode: string, input: string, output: string, detail = false): ChildResult {
   const args = ['--expose-gc', CHILD, mode, input, output];

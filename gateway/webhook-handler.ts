@@ -26,7 +26,6 @@ import { claimIdempotencyKey, confirmIdempotencyKey, releaseIdempotencyKey } fro
 import type { PublishFailure } from '../src/nats/job-publisher.js';
 import type { KvCache } from '../src/nats/kv-cache.js';
 import { jobSubject, JOBS_STREAM, maxJobBytes } from '../src/nats/streams.js';
-import type { ExecutionRepository } from '../src/store/execution-repository.js';
 import { spendingCapRetryAfter, type WorkspaceRecord } from '../src/store/workspace-repository.js';
 import { isWorkflowId, newExecutionId } from '../src/workflows/ids.js';
 import { authenticateWebhookRequest, type RandomBytes, WEBHOOK_SECRET_QUERY_PARAMETER } from '../src/workflows/webhook-secret.js';
@@ -47,7 +46,7 @@ export interface WebhookDeps {
   workspaces: KvCache<WorkspaceRecord>;
   /** The job publisher (the gateway passes a {@link PublishBatcher} over its JobPublisher). */
   publisher: Publisher;
-  stores: () => { idempotency: KV; executions: ExecutionRepository } | undefined;
+  stores: () => { idempotency: KV } | undefined;
   limiter: RateLimiter;
   log: Logger;
   /** Observes the time from the start of the publish to its answer, in seconds. */

@@ -62,7 +62,7 @@ function startSampler(): { stop(): number } {
   };
 }
 
-interface Measured {
+export interface Measured {
   ms: number;
   copyMs?: number;
   inputBytes: number;

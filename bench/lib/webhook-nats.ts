@@ -8,10 +8,9 @@
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { answersNatsInfo } from '../../src/nats/probe.js';
+import { answersNatsInfo, anyFreePort } from '../../src/net/local-ports.js';
 
 export interface BenchNatsServer {
   url: string;
@@ -37,19 +36,6 @@ function findBinary(): string {
   throw new Error('no nats-server binary: run `bash scripts/ensure-nats-server.sh` or set NATS_SERVER_BIN');
 }
 
-/** A free TCP port on 127.0.0.1 (bind to 0, read, close). */
-export function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => res(port));
-    });
-  });
-}
 
 /** Resolves once the port sends a NATS `INFO` line. */
 async function waitForInfo(port: number, deadline: number, proc: ChildProcess, logs: () => string): Promise<void> {
@@ -97,9 +83,9 @@ export async function startBenchNats(opts: StartBenchNatsOptions): Promise<Bench
   };
   let proc: ChildProcess | undefined;
   let port = 0;
-  // A random port can be taken between freePort() and the bind: retry with another one.
+  // A random port can be taken between anyFreePort() and the bind: retry with another one.
   for (let attempt = 0; ; attempt++) {
-    port = await freePort();
+    port = await anyFreePort();
     const args = ['-c', configFile, '-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir];
     const [cmd, ...pre] = opts.wrap?.length ? [...opts.wrap, bin] : [bin];
     const p = spawn(cmd!, [...pre, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });

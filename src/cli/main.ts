@@ -4,7 +4,7 @@ import { loadExecutorConfig } from '../config/executor-config.js';
 import { loadRunnerConfig } from '../config/runner-config.js';
 import { startExecutor } from '../executor/index.js';
 import { startGateway } from '../../gateway/index.js';
-import { createLogger } from '../logging/logger.js';
+import { createLogger, type Logger } from '../logging/logger.js';
 import { startRunnerServer } from '../../runner/server/runner-server.js';
 import { runDev } from '../dev/dev-command.js';
 import { runCommand } from './run-command.js';
@@ -78,35 +78,28 @@ function untilSignal(): Promise<void> {
   });
 }
 
-async function serveGateway(): Promise<number> {
-  const config = loadGatewayConfig(process.env);
-  const log = createLogger('gateway', process.env.LDBOX_LOG_LEVEL ?? 'info');
-  const gateway = await startGateway(config, log);
-  stdout(`gateway: http://${config.host}:${gateway.port} (webhooks under /api/hooks/workflows/, control plane, /healthz, /readyz, /metrics)\n`);
+/** Runs one role until SIGINT/SIGTERM: start it, print where it listens, then close it. */
+async function serve<C extends { host: string }>(
+  role: string,
+  config: C,
+  start: (config: C, log: Logger) => Promise<{ port: number; close(): Promise<void> }>,
+  describe: (url: string) => string,
+): Promise<number> {
+  const log = createLogger(role, process.env.LDBOX_LOG_LEVEL ?? 'info');
+  const running = await start(config, log);
+  stdout(`${role}: ${describe(`http://${config.host}:${running.port}`)}\n`);
   await untilSignal();
   log.info('shutting down');
-  await gateway.close();
+  await running.close();
   return 0;
 }
 
-async function serveExecutor(): Promise<number> {
+const serveGateway = () =>
+  serve('gateway', loadGatewayConfig(process.env), startGateway, (url) => `${url} (webhooks under /api/hooks/workflows/, control plane, /healthz, /readyz, /metrics)`);
+
+const serveExecutor = () => {
   const config = loadExecutorConfig(process.env);
-  const log = createLogger('executor', process.env.LDBOX_LOG_LEVEL ?? 'info');
-  const executor = await startExecutor(config, log);
-  stdout(`executor: http://${config.host}:${executor.port} (/healthz, /readyz, /metrics); runners ${config.runnerUrls.join(', ')}\n`);
-  await untilSignal();
-  log.info('shutting down');
-  await executor.close();
-  return 0;
-}
+  return serve('executor', config, startExecutor, (url) => `${url} (/healthz, /readyz, /metrics); runners ${config.runnerUrls.join(', ')}`);
+};
 
-async function serveRunner(): Promise<number> {
-  const config = loadRunnerConfig(process.env);
-  const log = createLogger('runner', process.env.LDBOX_LOG_LEVEL ?? 'info');
-  const server = await startRunnerServer(config, log);
-  stdout(`runner: http://${config.host}:${server.port} (gRPC, gRPC-Web, Connect)\n`);
-  await untilSignal();
-  log.info('shutting down');
-  await server.close();
-  return 0;
-}
+const serveRunner = () => serve('runner', loadRunnerConfig(process.env), startRunnerServer, (url) => `${url} (gRPC, gRPC-Web, Connect; /healthz, /readyz, /metrics over HTTP/1.1 too)`);

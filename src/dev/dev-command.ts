@@ -22,7 +22,8 @@ import { startExecutor } from '../executor/index.js';
 import { createLogger } from '../logging/logger.js';
 import { startGateway } from '../../gateway/index.js';
 import { startRunnerServer } from '../../runner/server/runner-server.js';
-import { anyFreePort, findNatsServer, type LocalNats, portIsFree, startLocalNats } from './local-nats.js';
+import { anyFreePort, portIsFree } from '../net/local-ports.js';
+import { findNatsServer, type LocalNats, startLocalNats } from './local-nats.js';
 
 export interface DevIo {
   stdout(s: string): void;
@@ -37,10 +38,11 @@ export async function runDev(env: Env, io: DevIo, stop: Promise<void>): Promise<
   const adminToken = env.LDBOX_ADMIN_TOKEN || keptToken(join(dataDir, 'admin-token'));
   const runnerToken = env.LDBOX_RUNNER_TOKEN || keptToken(join(dataDir, 'runner-token'));
 
-  // Check every setting before starting anything, so a typo does not leave a nats-server behind.
+  // Every setting is read before anything starts, so a typo does not leave a nats-server behind; the NATS
+  // URL and the runner's URL are filled in below, once the local server and the runner have their ports.
   const runnerConfig = loadRunnerConfig({ ...env, LDBOX_RUNNER_TOKEN: runnerToken });
-  loadGatewayConfig({ ...env, LDBOX_ADMIN_TOKEN: adminToken, NATS_URL: env.NATS_URL || 'nats://127.0.0.1:4222' });
-  loadExecutorConfig({ ...env, NATS_URL: env.NATS_URL || 'nats://127.0.0.1:4222', LDBOX_RUNNER_TOKEN: runnerToken });
+  const gatewayConfig = loadGatewayConfig({ ...env, LDBOX_ADMIN_TOKEN: adminToken });
+  const executorConfig = loadExecutorConfig({ ...env, LDBOX_RUNNER_TOKEN: runnerToken });
 
   let nats: LocalNats | undefined;
   let natsUrl = env.NATS_URL ?? '';
@@ -67,12 +69,11 @@ export async function runDev(env: Env, io: DevIo, stop: Promise<void>): Promise<
     cleanups.push(() => runner.close());
     const runnerUrl = `http://127.0.0.1:${runner.port}`;
 
-    const executorConfig = loadExecutorConfig({ ...env, NATS_URL: natsUrl, LDBOX_RUNNER_URLS: env.LDBOX_RUNNER_URLS || runnerUrl, LDBOX_RUNNER_TOKEN: runnerToken });
-    const executor = await startExecutor(executorConfig, createLogger('executor', level));
+    const runnerUrls = env.LDBOX_RUNNER_URLS ? executorConfig.runnerUrls : [runnerUrl];
+    const executor = await startExecutor({ ...executorConfig, natsUrl, runnerUrls }, createLogger('executor', level));
     cleanups.push(() => executor.close());
 
-    const gatewayConfig = loadGatewayConfig({ ...env, LDBOX_ADMIN_TOKEN: adminToken, NATS_URL: natsUrl });
-    const gateway = await startGateway(gatewayConfig, createLogger('gateway', level));
+    const gateway = await startGateway({ ...gatewayConfig, natsUrl }, createLogger('gateway', level));
     cleanups.push(() => gateway.close());
     const gatewayUrl = `http://127.0.0.1:${gateway.port}`;
 

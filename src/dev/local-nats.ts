@@ -9,10 +9,9 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { answersNatsInfo } from '../nats/probe.js';
+import { answersNatsInfo } from '../net/local-ports.js';
 
 export interface LocalNats {
   url: string;
@@ -40,28 +39,6 @@ export function findNatsServer(): Promise<string> {
       const path = stdout.trim();
       if (err || path === '') reject(new Error(stderr.trim() || (err as Error)?.message || 'nats-server not found'));
       else resolvePath(path);
-    });
-  });
-}
-
-/** True when nothing listens on 127.0.0.1:`port`. */
-export function portIsFree(port: number): Promise<boolean> {
-  return new Promise((res) => {
-    const srv = createServer();
-    srv.once('error', () => res(false));
-    srv.listen(port, '127.0.0.1', () => srv.close(() => res(true)));
-  });
-}
-
-/** A free port on 127.0.0.1 chosen by the kernel. */
-export function anyFreePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const a = srv.address();
-      const port = typeof a === 'object' && a ? a.port : 0;
-      srv.close(() => res(port));
     });
   });
 }

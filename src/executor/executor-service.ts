@@ -170,8 +170,7 @@ export async function startExecutor(config: ExecutorConfig, log: Logger, options
       return; // the handler records malformed jobs; nothing more can be said of this one
     }
     log.error({ executionId: parsed.executionId, workflowId: parsed.workflowId, attempt: job.attempt, err: (error as Error | undefined)?.message }, 'execution failed: attempts used up');
-    // A delivery past the last attempt (the last one died unsettled) only records: it is not an attempt.
-    await recordExhausted(parsed, error === undefined ? job.attempt - 1 : job.attempt, error, deps(s));
+    await recordExhausted(parsed, job.attemptsMade, error, deps(s));
     metrics.execution('failed', 0);
     metrics.attempt('exhausted');
   };

@@ -131,6 +131,10 @@ export class Job {
   get attemptsExhausted(): boolean {
     return this.attempt > this.maxAttempts;
   }
+  /** Attempts made so far, this one included; a delivery past the last attempt only records, it is not one. */
+  get attemptsMade(): number {
+    return Math.min(this.attempt, this.maxAttempts);
+  }
   get settled(): boolean {
     return this.#settled;
   }

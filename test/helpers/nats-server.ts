@@ -9,11 +9,10 @@
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { answersNatsInfo } from '../../src/nats/probe.js';
+import { answersNatsInfo, anyFreePort } from '../../src/net/local-ports.js';
 
 export interface NatsServerOptions {
   /** Port to listen on; default: a free random port. */
@@ -81,19 +80,8 @@ export function natsServerBinary(): string {
   throw new Error(`no nats-server binary: ${stderr.trim()}`);
 }
 
-/** A free TCP port on 127.0.0.1 (bind to 0, read, close). */
-export async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => res(port));
-    });
-  });
-}
+/** A free TCP port on 127.0.0.1. */
+export const freePort = anyFreePort;
 
 /** Resolves once something on the port sends a NATS `INFO` line. */
 async function waitForInfo(port: number, deadline: number, proc: () => ChildProcess | undefined, logs: () => string): Promise<void> {
