@@ -1,11 +1,11 @@
-import type { Redact } from './redactor.js';
+import { type Redact, redactThenCap } from './redactor.js';
 import type { SandboxLog } from './types.js';
-
-const TRUNCATED = ' [truncated]';
 
 /**
  * The call's logs, bounded: past `maxEntries` or `maxChars` further entries are dropped and one
- * warning entry says how many. Logs may be truncated; results never are.
+ * warning entry says how many. Logs may be truncated; results never are. Each line is redacted
+ * before it is measured or cut, so the budget counts what is kept and no cut leaves a piece of a
+ * secret (test/runner/redaction.test.ts).
  */
 export class LogBuffer {
   readonly entries: SandboxLog[] = [];
@@ -19,14 +19,19 @@ export class LogBuffer {
   ) {}
 
   info(message: string): void {
-    // One line longer than the whole budget is cut (and marked) rather than dropped.
-    if (message.length > this.maxChars) message = `${message.slice(0, Math.max(0, this.maxChars - TRUNCATED.length))}${TRUNCATED}`;
-    if (this.dropped > 0 || this.entries.length >= this.maxEntries || this.chars + message.length > this.maxChars) {
+    if (this.dropped > 0 || this.entries.length >= this.maxEntries) {
       this.dropped++;
       return;
     }
-    this.chars += message.length;
-    this.entries.push({ level: 'info', message: this.redact(message) });
+    // One line longer than the whole budget is cut (and marked) rather than dropped. The guest sends
+    // at most maxChars + 1 characters of a line: a longer one was cut there, perhaps inside a secret.
+    const shown = redactThenCap(this.redact, message, this.maxChars, message.length > this.maxChars);
+    if (this.chars + shown.length > this.maxChars) {
+      this.dropped++;
+      return;
+    }
+    this.chars += shown.length;
+    this.entries.push({ level: 'info', message: shown });
   }
 
   /** The entries, with the truncation marker when anything was dropped. */

@@ -62,7 +62,10 @@ export type HttpResult = TextResult | BinaryResult;
 
 const DEFAULT_MAX_REDIRECTS = 5;
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
-/** Headers not sent on to another origin after a redirect: credentials, and a Host of the old origin. */
+/**
+ * Headers not sent on to another origin after a redirect: credentials, and a Host of the old origin.
+ * Any other header that carries a value of `data.auth` (`x-api-key`) is dropped too (credentialHeaders).
+ */
 const ORIGIN_HEADERS = ['authorization', 'cookie', 'proxy-authorization', 'host'];
 
 /**
@@ -86,7 +89,9 @@ export function displayUrl(url: URL): string {
 /**
  * Sends `prepared` and reads the response. Redirects (301, 302, 303, 307, 308) are followed up to
  * `maxRedirects`, each hop through the egress guard; 303, and 301/302 after a POST, continue as a GET
- * without body; credentials are dropped when the origin changes. Non-2xx statuses are results.
+ * without body; credentials (Authorization, Cookie, Proxy-Authorization, and any header holding a
+ * value of `data.auth`) are dropped when the origin changes (test/builtins/http/request-redirects.test.ts,
+ * request-redirect-downgrade.test.ts). Non-2xx statuses are results.
  * Every failure is a GuestFacingError with a message that names the method and the URL without its
  * query: refused by the egress guard, a network failure, the timeout, the size or count limit.
  */
@@ -148,7 +153,8 @@ export async function sendRequest(prepared: PreparedRequest, options: SendOption
         body = undefined;
         headers = withoutHeaders(headers, ['content-type', 'content-length']);
       }
-      if (next.origin !== url.origin) headers = withoutHeaders(headers, ORIGIN_HEADERS);
+      // Another scheme (an https to http downgrade too), host or port is another origin.
+      if (next.origin !== url.origin) headers = withoutHeaders(headers, [...ORIGIN_HEADERS, ...credentialHeaders(headers, ctx)]);
       url = next;
     }
   } catch (err) {
@@ -197,8 +203,16 @@ function headerValue(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
+/** The names of the headers whose value holds a secret of the call (one the call's redaction changes). */
+function credentialHeaders(headers: Readonly<Record<string, string>>, ctx: BuiltinContext): string[] {
+  return Object.entries(headers)
+    .filter(([, v]) => ctx.redact(v) !== v)
+    .map(([k]) => k.toLowerCase());
+}
+
 function withoutHeaders(headers: Record<string, string>, names: readonly string[]): Record<string, string> {
-  const out: Record<string, string> = {};
+  // No prototype: a header named __proto__ stays a header.
+  const out = Object.create(null) as Record<string, string>;
   for (const [k, v] of Object.entries(headers)) if (!names.includes(k.toLowerCase())) out[k] = v;
   return out;
 }

@@ -13,9 +13,11 @@
  * - `/headers`: two Set-Cookie headers and a custom one
  * - `/latin1`: `text/plain; charset=iso-8859-1` body `café`
  *
- * It listens on a loopback address and port 0; `close()` ends every connection and waits for them.
+ * It listens on a loopback address and port 0 (over TLS when given a key and certificate); `close()`
+ * ends every connection and waits for them.
  */
-import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
 
@@ -31,7 +33,7 @@ export interface Received {
 export interface EchoServer {
   readonly host: string;
   readonly port: number;
-  /** `http://host:port` (brackets around an IPv6 host). */
+  /** `http://host:port` (`https:` over TLS; brackets around an IPv6 host). */
   readonly origin: string;
   readonly received: Received[];
   /** Connections accepted so far. */
@@ -41,12 +43,12 @@ export interface EchoServer {
 
 const BOMB = gzipSync(Buffer.alloc(8 * 1024 * 1024));
 
-export async function startEchoServer(host = '127.0.0.1'): Promise<EchoServer> {
+export async function startEchoServer(host = '127.0.0.1', tls?: { key: string; cert: string }): Promise<EchoServer> {
   const received: Received[] = [];
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
   let connections = 0;
-  const server: Server = createServer((req, res) => {
+  const listener: RequestListener = (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -58,7 +60,8 @@ export async function startEchoServer(host = '127.0.0.1'): Promise<EchoServer> {
       });
       answer(url, rec, res, timers);
     });
-  });
+  };
+  const server: Server = tls ? createTlsServer(tls, listener) : createServer(listener);
   server.on('connection', (socket) => {
     connections++;
     sockets.add(socket);
@@ -72,7 +75,7 @@ export async function startEchoServer(host = '127.0.0.1'): Promise<EchoServer> {
   return {
     host,
     port,
-    origin: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    origin: `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`,
     received,
     connections: () => connections,
     close: () =>

@@ -1,9 +1,10 @@
 /**
  * Redirects through a real runner whose allow list opens only the host name `localhost`
  * (LDBOX_EGRESS_ALLOW=localhost): redirects are followed (at most 5) with the method rules of
- * 301/302/303/307/308, credentials stay with their origin, and every hop passes the egress guard
- * again: a redirect to 127.0.0.2, to 127.0.0.1 by address, to the metadata address or to another
- * scheme is refused with a clear error, and nothing connects to the refused target.
+ * 301/302/303/307/308, credentials (and any header holding a value of data.auth) stay with their
+ * origin, and every hop passes the egress guard again: a redirect to 127.0.0.2, to 127.0.0.1 by
+ * address, to the metadata address or to another scheme is refused with a clear error, and nothing
+ * connects to the refused target.
  */
 import t from 'tap';
 import { startTestRunner } from '../../helpers/runner-harness.js';
@@ -73,6 +74,24 @@ t.test('credentials stay with their origin', async (t) => {
   t.match(same, { authorization: 'Bearer t-1', cookie: 'sid=1', 'x-other': 'kept' }, 'same origin: kept');
   const other = (await value(t, `const r = await ld.request({ method: 'GET', url: '${redirect(`${baseB}/echo/other`)}', headers: ${headers} }); return r.json.headers`)) as Record<string, string>;
   t.same([other['authorization'], other['cookie'], other['x-other']], [undefined, undefined, 'kept'], 'another origin: Authorization and Cookie dropped');
+});
+
+t.test('headers holding a value of data.auth stay with their origin', async (t) => {
+  const auth = { apiKey: 'k-9f8e7d6c5b4a', basic: { user: 'svc', password: 'hunter2-pass' } };
+  const headers =
+    "{ 'X-Api-Key': data.auth.apiKey, 'X-Auth': 'Basic ' + btoa(data.auth.basic.user + ':' + data.auth.basic.password), " +
+    "'Proxy-Authorization': 'Basic cHJveHk6cHc=', 'X-Other': 'kept', 'X-Short': 'svc' }";
+  const names = ['x-api-key', 'x-auth', 'proxy-authorization', 'x-other', 'x-short'];
+  const echoed = async (to: string) => {
+    const o = await runCode(runner, `const r = await ld.request({ method: 'GET', url: '${redirect(to)}', headers: ${headers} }); return r.json.headers`, {}, { auth });
+    t.same(o.error, undefined, 'no error');
+    const h = o.result as Record<string, string>;
+    return names.map((n) => h[n] ?? null);
+  };
+  t.same(await echoed('/echo/same'), ['k-9f8e7d6c5b4a', 'Basic c3ZjOmh1bnRlcjItcGFzcw==', 'Basic cHJveHk6cHc=', 'kept', 'svc'], 'same origin: all kept');
+  // A value shorter than 4 characters is not a secret on its own (as for redaction): X-Short goes on.
+  t.same(await echoed(`${baseB}/echo/other`), [null, null, null, 'kept', 'svc'], 'another port: the secrets and Proxy-Authorization dropped');
+  t.equal(b.received.at(-1)?.path, '/echo/other', 'served by the other origin');
 });
 
 t.test('a redirect response without Location, and 304, are results', async (t) => {
