@@ -1,5 +1,6 @@
 import type { QuickJSContext, QuickJSHandle } from 'quickjs-emscripten';
 import type { BuiltinConfig, BuiltinContext } from '../builtins/index.js';
+import { GuestAllocationError } from './guest-allocation-error.js';
 import type { LogBuffer } from './log-buffer.js';
 import type { Redact } from './redactor.js';
 
@@ -25,8 +26,12 @@ export class CallState {
   pendingHostWork = 0;
   cancelled = false;
   closed = false;
+  /** A copy into the module failed (its memory is full): the guest is stopped and the call fails. */
+  allocationFailed = false;
   /** The first host-side failure of a built-in, reported to the operator (see SandboxOutcome.internalFault). */
   hostFault: unknown;
+  /** Whether the module asked for memory past its cap (set by the runner): the guest is stopped. */
+  memoryExhausted: () => boolean = () => false;
   /** Whether the sandbox's memory is at its cap (set by the runner; QuickJS then throws null). */
   nearMemoryCap: () => boolean = () => false;
   /** What the ld.* built-ins see of this call. */
@@ -58,7 +63,7 @@ export class CallState {
   /** True once the call must stop running guest code (the QuickJS interrupt handler asks this). */
   shouldInterrupt(): boolean {
     if (!this.cancelled && this.externallyCancelled()) this.cancelled = true;
-    return this.cancelled || performance.now() > this.deadline;
+    return this.cancelled || this.allocationFailed || this.memoryExhausted() || performance.now() > this.deadline;
   }
 
   isCancelled(): boolean {
@@ -122,6 +127,10 @@ export class CallState {
         value.dispose();
         if (r.error) r.error.dispose();
         else r.value.dispose();
+      } catch (err) {
+        // The module's memory is full (or broken): the run loop ends the call when it wakes.
+        if (!(err instanceof GuestAllocationError)) this.noteHostFault(err);
+        this.allocationFailed = true;
       } finally {
         resolve.dispose();
         this.wake?.();
@@ -133,13 +142,15 @@ export class CallState {
     );
   }
 
-  /** Ends the call: cancels host work and frees every handle the pending work held. */
+  /**
+   * Ends the call: cancels host work, and drops (never disposes) the handles pending work held: the
+   * realm's memory is restored before the next call, and disposing then would free that call's memory.
+   */
   close(): void {
     this.closed = true;
     this.abort.abort(new Error('sandbox call ended'));
     for (const listener of this.endListeners) listener();
     this.endListeners.clear();
-    for (const h of this.pending) h.dispose();
     this.pending.clear();
   }
 }

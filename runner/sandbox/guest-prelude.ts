@@ -9,16 +9,17 @@
  * - returns `[setData, serialize, explain]`: the host fills `data` when a call takes the context, and
  *   serialises the result or describes the error after the user's code settled.
  *
- * Nothing in it depends on the call, so a context can be prepared before its call arrives (see
- * prepare-sandbox.ts); it is still used by exactly one call.
+ * Nothing in it depends on the call: it runs once per module, and the realm it leaves is snapshotted
+ * and restored before every call (snapshot-realm.ts). Because of that, `Math.random` is replaced by a
+ * generator (xoshiro128**) whose state `setData` seeds per call from the host's CSPRNG: QuickJS's own
+ * state would be restored, and repeat, with the rest of memory.
  *
  * Built-ins cross the boundary as data only: arguments are serialised here (`enc`: JSON text plus
  * the bytes of binary values, marked with the token) and results parsed back (`dec`). Strings never
  * cross raw, because quickjs-emscripten passes them as C strings and a NUL would cut them. A host
  * failure comes back as `[false, name, message]` and is thrown here as a real guest TypeError/RangeError.
  *
- * It runs on every call and QuickJS parses at ~100 µs per KB, so it stays small: the bodies of the
- * built-ins live on the host. See bench/execute.
+ * The bodies of the built-ins live on the host; this only marshals.
  */
 export const GUEST_PRELUDE = String.raw`(function (h, tok, bindings) {
 'use strict';
@@ -113,6 +114,11 @@ const describe = (v) => {
 const log = named('log', function (...args) { let s = ''; for (let i = 0; i < args.length && s.length <= maxLog; i++) s += (i ? ' ' : '') + describe(args[i]); dec(h.invoke('log', stringify([s.slice(0, maxLog + 1)]), [])); });
 const ld = { log };
 for (const b of parse(bindings)) { if (b.global) fixed(g, b.guest, bind(b)); else ld[b.guest] = bind(b); }
+// Math.random: xoshiro128** on four 32-bit words, 53 random bits per number; seeded by setData.
+let r0 = 1, r1 = 2, r2 = 3, r3 = 4;
+const rotl = (x, k) => (x << k) | (x >>> (32 - k)), imul = Math.imul;
+const next32 = () => { const r = imul(rotl(imul(r1, 5), 7), 9) >>> 0, t = r1 << 9; r2 ^= r0; r3 ^= r1; r1 ^= r2; r0 ^= r3; r2 ^= t; r3 = rotl(r3, 11); return r; };
+def(Math, 'random', { value: named('random', function random() { return ((next32() >>> 5) * 67108864 + (next32() >>> 6)) / 9007199254740992; }), writable: true, enumerable: false, configurable: true });
 const TA = proto(U8), it = (x) => proto(x[Symbol.iterator]());
 const hidden = [TA, TA.prototype, fps[1], fps[2], fps[3], fps[2].prototype, fps[3].prototype, proto(fps[2].prototype), proto(fps[3].prototype),
   it([]), it(new Map()), it(new Set()), it(''), proto(it([])), proto(/x/[Symbol.matchAll]('')), h];
@@ -124,7 +130,10 @@ fixed(g, 'ld', freeze(ld));
 fixed(g, 'Buffer', freeze({ from }));
 fixed(g, 'FormData', FormData);
 freeze(g);
-const setData = (json, logLimit) => { const d = parse(json); data.input = d.input; data.auth = d.auth; maxLog = logLimit; };
+const setData = (json, logLimit, s0, s1, s2, s3) => {
+  const d = parse(json); data.input = d.input; data.auth = d.auth; maxLog = logLimit;
+  r0 = s0 | 0; r1 = s1 | 0; r2 = s2 | 0; r3 = s3 | 0; if ((r0 | r1 | r2 | r3) === 0) r0 = 1;
+};
 const serialize = (value, maxResult) => {
   const r = enc(value === undefined ? null : value);
   let size = r[0].length;

@@ -3,7 +3,8 @@ import type { BuiltinTable } from '../builtins/index.js';
 import { type CallState, MAX_PENDING_HOST_WORK } from './call-state.js';
 import { newGuestSuccess, parseWithBinaries, stringifyWithBinaries } from './data-crossing.js';
 import { GuestFacingError } from './guest-facing-error.js';
-import type { CallSlot } from './prepare-sandbox.js';
+import { GuestAllocationError } from './guest-allocation-error.js';
+import type { CallSlot } from './snapshot-realm.js';
 
 /**
  * The host side of the bridge the guest prelude calls: `invoke(name, json, binaries)` for synchronous
@@ -65,8 +66,15 @@ function bridged(ctx: QuickJSContext, slot: CallSlot, args: QuickJSHandle[], bod
   for (let i = 0; i < n; i++) {
     ctx.getProp(binsH, i).consume((ab) => ctx.getArrayBuffer(ab).consume((view) => binaries.push(view.value.slice())));
   }
-  const input = parseWithBinaries(ctx.getString(jsonH), slot.token, binaries);
-  return body(call, name, Array.isArray(input) ? input : []);
+  try {
+    const input = parseWithBinaries(ctx.getString(jsonH), slot.token, binaries);
+    return body(call, name, Array.isArray(input) ? input : []);
+  } catch (err) {
+    if (!(err instanceof GuestAllocationError)) throw err;
+    // Nothing can be copied into the module any more: the interrupt handler stops the guest next.
+    call.allocationFailed = true;
+    return ctx.undefined;
+  }
 }
 
 function success(ctx: QuickJSContext, slot: CallSlot, value: unknown): QuickJSHandle {

@@ -1,10 +1,12 @@
+import { randomFillSync } from 'node:crypto';
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from 'quickjs-emscripten';
 import { InvalidResultError, validateResult } from '../results/index.js';
 import type { BuiltinConfig } from '../builtins/index.js';
 import { CallState } from './call-state.js';
 import { readGuestPair } from './data-crossing.js';
 import { LogBuffer } from './log-buffer.js';
-import { disposeSandbox, type PreparedSandbox, prepareSandbox, SandboxInternalError } from './prepare-sandbox.js';
+import { GuestAllocationError } from './guest-allocation-error.js';
+import { SandboxInternalError, SnapshotRealm } from './snapshot-realm.js';
 import { createRedactor } from './redactor.js';
 import type { SandboxError, SandboxOutcome, SandboxRequest, UserErrorKind } from './types.js';
 import { countLines, USER_FILE, userStack, wrapUserCode } from './user-stack.js';
@@ -42,9 +44,10 @@ interface Settled {
 }
 
 /**
- * Runs one call of user code in a fresh QuickJS runtime + context on `cm`'s module (prepared ahead, or
- * now), and always tears both down. User-code failures come back as `outcome.error`; only a failure of
- * the machinery throws. `cm.broken` is set when the module must not be reused.
+ * Runs one call of user code on `cm`'s module: restores the module's prepared realm (snapshot-realm.ts),
+ * so the call starts from a byte-identical realm no other call has run in, runs the code under its
+ * limits and reads the outcome. User-code failures come back as `outcome.error`; only a failure of the
+ * machinery throws. `cm.broken` is set when the module must not be reused.
  */
 export async function runSandbox(
   cm: CappedModule,
@@ -56,58 +59,60 @@ export async function runSandbox(
   const redact = createRedactor(req.secrets);
   const logs = new LogBuffer(redact, limits.maxLogEntries, limits.maxLogChars);
   const memoryAtStart = cm.memory.buffer.byteLength;
-  let sb: PreparedSandbox | undefined;
+  let realm: SnapshotRealm | undefined;
   let call: CallState | undefined;
-  const owned: QuickJSHandle[] = [];
   let error: SandboxError | undefined;
   let result: ResultParts = {};
   const onCancel = () => call?.cancel();
 
   try {
-    sb = takePrepared(cm) ?? prepareSandbox(cm, limits.maxStackBytes);
-    const { rt, ctx } = sb;
-    rt.setMemoryLimit(req.memoryBytes);
+    realm = cm.realm ??= SnapshotRealm.prepare(cm, limits.maxStackBytes);
+    const { rt, ctx } = realm;
     call = new CallState(ctx, started + req.timeoutMs, logs, redact, limits.builtins, cancel?.isCancelled);
     const state = call;
     state.nearMemoryCap = () => cm.memory.buffer.byteLength >= cm.capBytes - 4 * 1024 * 1024;
-    sb.slot.call = state;
-    rt.setInterruptHandler(() => state.shouldInterrupt());
+    cm.exhausted = false;
+    state.memoryExhausted = () => cm.exhausted;
+    realm.begin(state);
+    rt.setMemoryLimit(req.memoryBytes);
     if (cancel?.signal.aborted) state.cancel();
     cancel?.signal.addEventListener('abort', onCancel, { once: true });
 
-    const dataArgs = track(owned, [ctx.newString(req.dataJson), ctx.newNumber(limits.maxLogChars)]);
-    const filled = ctx.callFunction(sb.setData, ctx.undefined, ...dataArgs);
+    const seed = randomSeed();
+    const filled = ctx.callFunction(realm.setData, ctx.undefined, [
+      ctx.newString(req.dataJson),
+      ctx.newNumber(limits.maxLogChars),
+      ...seed.map((n) => ctx.newNumber(n)),
+    ]);
     if (filled.error) {
       const d = ctx.dump(filled.error) as { message?: unknown };
-      filled.error.dispose();
       if (isOutOfMemory(d)) throw new OutOfMemoryDuringSetup();
       throw new SandboxInternalError(`setting data failed: ${JSON.stringify(d)}`);
     }
-    filled.value.dispose();
 
     const evaluated = ctx.evalCode(wrapUserCode(req.code), USER_FILE, { type: 'global', strict: true });
     if (evaluated.error) {
-      owned.push(evaluated.error);
-      error = describeError(ctx, state, sb.explain, evaluated.error, 'syntax', req);
+      error = describeError(ctx, state, realm.explain, evaluated.error, 'syntax', req);
     } else {
-      owned.push(evaluated.value);
       const settled = await settle(rt, ctx, state, evaluated.value);
-      if (settled.handle) owned.push(settled.handle);
-      error = outcomeError(settled, ctx, state, sb.explain, req);
+      error = outcomeError(settled, ctx, state, realm.explain, req);
       if (!error && settled.handle) {
-        const out = readResult(ctx, state, sb.serialize, sb.slot.token, settled.handle, req, limits, owned);
+        const out = readResult(ctx, state, realm.serialize, realm.slot.token, settled.handle, req, limits);
         if ('error' in out) error = out.error;
         else result = out;
       }
     }
+    // The module reached its cap, or a copy into it failed inside a built-in: the call is over.
+    if (state.allocationFailed || cm.exhausted) error = memoryError(req);
   } catch (err) {
     const trapped = classifyTrap(cm, err, req);
     if (!trapped) throw err instanceof SandboxInternalError ? err : new SandboxInternalError('sandbox failure', { cause: err });
     error = trapped;
   } finally {
     cancel?.signal.removeEventListener('abort', onCancel);
+    // No handle of the call is disposed: the next call's restore takes the realm back whole.
     call?.close();
-    if (sb) disposeSandbox(cm, sb.rt, sb.ctx, [...sb.owned, ...owned]);
+    realm?.end();
   }
   // After a memory stop the module holds its high-water mark: give the memory back by replacing it.
   if (error?.kind === 'memory-limit') cm.broken = true;
@@ -122,27 +127,33 @@ export async function runSandbox(
 }
 
 /**
- * Prepares the module's next sandbox ahead of its call, so that a call arriving at an idle worker
- * skips the realm set-up (about three quarters of a trivial call). Each prepared sandbox serves one call.
+ * Prepares the module's realm ahead of its first call, so that a call arriving at an idle worker skips
+ * the set-up (~3 ms). A module whose preparation fails is never used.
  */
 export function prepareAhead(cm: CappedModule, limits: SandboxLimits): void {
-  if (cm.broken || cm.prepared) return;
+  if (cm.broken || cm.realm) return;
   try {
-    cm.prepared = prepareSandbox(cm, limits.maxStackBytes);
+    cm.realm = SnapshotRealm.prepare(cm, limits.maxStackBytes);
   } catch {
     cm.broken = true;
   }
 }
 
-function takePrepared(cm: CappedModule): PreparedSandbox | undefined {
-  const sb = cm.prepared;
-  cm.prepared = undefined;
-  return sb;
-}
+/**
+ * Math.random's state is part of the snapshot, so every call would draw the same numbers: the prelude
+ * replaces it with a generator seeded here, per call, from the host's CSPRNG (four 32-bit words).
+ */
+const seedWords = new Uint32Array(4 * 256);
+let seedNext = seedWords.length;
 
-function track(owned: QuickJSHandle[], handles: QuickJSHandle[]): QuickJSHandle[] {
-  owned.push(...handles);
-  return handles;
+function randomSeed(): number[] {
+  if (seedNext >= seedWords.length) {
+    randomFillSync(seedWords);
+    seedNext = 0;
+  }
+  const seed = Array.from(seedWords.subarray(seedNext, seedNext + 4));
+  seedNext += 4;
+  return seed;
 }
 
 class OutOfMemoryDuringSetup extends Error {}
@@ -158,6 +169,7 @@ function describeHostFault(err: unknown): string {
 async function settle(rt: QuickJSRuntime, ctx: QuickJSContext, call: CallState, promise: QuickJSHandle): Promise<Settled> {
   for (;;) {
     if (call.isCancelled()) return { kind: 'cancelled' };
+    if (call.allocationFailed || call.memoryExhausted()) return { kind: 'unsettled' };
     if (call.timedOut()) return { kind: 'timeout' };
     const jobs = rt.executePendingJobs();
     if (jobs.error) jobs.error.dispose();
@@ -238,18 +250,17 @@ function describeError(
 ): SandboxError {
   const redact = call.redact;
   if (call.isCancelled()) throw new SandboxCancelledError('the call was cancelled');
+  if (call.memoryExhausted() || call.allocationFailed) return memoryError(req);
   if (call.timedOut()) return timeoutError(req);
   let name = 'Error';
   let message = 'the thrown value could not be described';
   let stack = '';
   const r = ctx.callFunction(explain, ctx.undefined, exception);
   if (r.error) {
-    r.error.dispose();
     if (call.timedOut()) return timeoutError(req);
   } else {
     // The prelude returns JSON text: strings cross as C strings, and a NUL in a message would cut it.
     const parts = JSON.parse(ctx.getString(r.value)) as unknown;
-    r.value.dispose();
     if (Array.isArray(parts) && parts.length === 3) [name, message, stack] = parts.map(String) as [string, string, string];
   }
   if (name === 'InternalError' && message === 'out of memory') return memoryError(req);
@@ -263,8 +274,9 @@ function describeError(
   if (finalKind === 'syntax' && shownStack === '') message += ' (at the end of the code)';
   return {
     kind: finalKind,
-    name: redact(capped(name, 200)),
-    message: redact(capped(message, MAX_ERROR_MESSAGE_CHARS)),
+    // Redacted before it is cut: a secret at the cut would otherwise leak in part.
+    name: capped(redact(name), 200),
+    message: capped(redact(message), MAX_ERROR_MESSAGE_CHARS),
     stack: redact(shownStack),
   };
 }
@@ -278,13 +290,10 @@ function readResult(
   value: QuickJSHandle,
   req: SandboxRequest,
   limits: SandboxLimits,
-  owned: QuickJSHandle[],
 ): ResultParts | { error: SandboxError } {
-  const args = track(owned, [ctx.newNumber(limits.maxResultBytes)]);
-  const r = ctx.callFunction(serialize, ctx.undefined, value, ...args);
+  const r = ctx.callFunction(serialize, ctx.undefined, value, ctx.newNumber(limits.maxResultBytes));
   if (r.error) {
     const d = ctx.dump(r.error) as { name?: string; message?: string };
-    r.error.dispose();
     if (call.timedOut()) return { error: timeoutError(req) };
     if (isOutOfMemory(d)) return { error: memoryError(req) };
     return {
@@ -296,19 +305,14 @@ function readResult(
       },
     };
   }
-  const pair = r.value;
+  const { json, binaries } = readGuestPair(ctx, r.value);
   try {
-    const { json, binaries } = readGuestPair(ctx, pair);
-    try {
-      return validateResult(req.resultKind, json, token, binaries);
-    } catch (err) {
-      if (err instanceof InvalidResultError) {
-        return { error: { kind: 'invalid-result', name: 'InvalidResultError', message: call.redact(err.message), stack: '' } };
-      }
-      throw err;
+    return validateResult(req.resultKind, json, token, binaries);
+  } catch (err) {
+    if (err instanceof InvalidResultError) {
+      return { error: { kind: 'invalid-result', name: 'InvalidResultError', message: call.redact(err.message), stack: '' } };
     }
-  } finally {
-    pair.dispose();
+    throw err;
   }
 }
 
@@ -320,6 +324,7 @@ function classifyTrap(cm: CappedModule, err: unknown, req: SandboxRequest): Sand
   if (err instanceof SandboxCancelledError) throw err;
   if (err instanceof OutOfMemoryDuringSetup) return memoryError(req);
   cm.broken = true;
+  if (err instanceof GuestAllocationError) return memoryError(req);
   const nearCap = cm.memory.buffer.byteLength >= cm.capBytes - 1024 * 1024;
   if (nearCap) return memoryError(req);
   // Deep recursion inside QuickJS's own C code (JSON.parse of '[[[[…', String() of a nested array) can

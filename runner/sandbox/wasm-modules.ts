@@ -1,10 +1,14 @@
 import { newQuickJSWASMModuleFromVariant, newVariant, RELEASE_SYNC, type QuickJSWASMModule } from 'quickjs-emscripten';
-import type { PreparedSandbox } from './prepare-sandbox.js';
+import { GuestAllocationError } from './guest-allocation-error.js';
+import { locateAllocatorBreak } from './memory-snapshot.js';
+import { loadQuickJSBuild } from './quickjs-build.js';
+import type { SnapshotRealm } from './snapshot-realm.js';
 
 /**
- * QuickJS WebAssembly modules with a hard memory cap, one sandbox at a time per module.
+ * QuickJS WebAssembly modules with a hard memory cap, one call at a time per module, each holding one
+ * prepared realm that every call starts from (snapshot-realm.ts).
  *
- * Why a module per sandbox: `setMemoryLimit` does not cap memory in quickjs-emscripten 0.32 (it charges
+ * Why a module per call: `setMemoryLimit` does not cap memory in quickjs-emscripten 0.32 (it charges
  * each allocation only its overhead; upstream #271), so the cap is the `maximum` of the module's
  * `WebAssembly.Memory`, and that cap covers everything in the module. Why recycling: WebAssembly memory
  * never shrinks, so a module whose memory grew past `recycleAboveBytes` is dropped (the next call gets a
@@ -20,15 +24,25 @@ export const MODULE_RESERVE_BYTES = 8 * 1024 * 1024;
 /** Idle modules are kept for at most this many distinct memory caps (the most recently used). */
 const MAX_IDLE_CAP_SIZES = 2;
 
+/** The parts of emscripten's Module object the sandbox uses. */
+interface EmscriptenAllocator {
+  _malloc(n: number): number;
+  _free(p: number): void;
+}
+
 export interface CappedModule {
   readonly module: QuickJSWASMModule;
   readonly memory: WebAssembly.Memory;
   readonly capBytes: number;
-  /** Set when the module may be corrupt (a WASM trap, a failed dispose): it is never reused. */
+  /** Where the module's allocator keeps its break (see memory-snapshot.ts). */
+  readonly breakAddress: number;
+  /** Set when the module may be corrupt (a WASM trap, a failed copy into it): it is never reused. */
   broken: boolean;
+  /** Set when the module asked for memory beyond its cap; cleared by the next call (see createCappedModule). */
+  exhausted: boolean;
   calls: number;
-  /** The next call's sandbox, made while the module was idle. */
-  prepared?: PreparedSandbox | undefined;
+  /** The realm every call on this module starts from, prepared once (lazily, or while idle). */
+  realm?: SnapshotRealm | undefined;
   /** True while a call holds the module. */
   inUse: boolean;
 }
@@ -38,13 +52,79 @@ export interface WasmModulePoolOptions {
   maxIdlePerCap: number;
   /** A module whose memory grew beyond this many bytes is not reused. */
   recycleAboveBytes: number;
-  /** A module is retired after this many calls (bounds any slow leak inside the module). */
+  /** A module is retired after this many calls (bounds any slow leak on the host side of the module). */
   maxCallsPerModule: number;
 }
 
 export function capBytesFor(memoryBytes: number): number {
   const want = Math.max(INITIAL_PAGES * PAGE, memoryBytes + MODULE_RESERVE_BYTES);
   return Math.ceil(want / PAGE) * PAGE;
+}
+
+/** The allocator break's address is the same in every instance of the build: found once per thread. */
+let allocatorBreak: { address: number; heapBase: number } | undefined;
+
+/**
+ * Instantiates the pinned build on a memory with a fixed maximum. Every copy the host makes into the
+ * module goes through `_malloc` (quickjs-emscripten's string, buffer and argument helpers), and the
+ * library writes to the address it returns without checking it: a failed allocation would write over
+ * the module's static data at address 0. Here a failed allocation throws before the write and marks
+ * the module broken.
+ */
+export async function createCappedModule(capBytes: number): Promise<CappedModule> {
+  const build = loadQuickJSBuild();
+  const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: capBytes / PAGE });
+  let em: EmscriptenAllocator | undefined;
+  const module = await newQuickJSWASMModuleFromVariant(
+    newVariant(RELEASE_SYNC, {
+      wasmMemory: memory,
+      wasmModule: build.wasmModule,
+      // Called on emscripten's Module object once it is ready: the only public way to reach `_malloc`.
+      emscriptenModule: {
+        onRuntimeInitialized(this: EmscriptenAllocator) {
+          em = this;
+        },
+      } as never,
+    }),
+  );
+  if (!em || typeof em._malloc !== 'function') throw new Error('the QuickJS module did not expose its allocator');
+  const alloc = em;
+  allocatorBreak ??= locateAllocatorBreak(memory, build, (n) => alloc._malloc(n), (p) => alloc._free(p));
+  const pristineBreak = new Uint32Array(memory.buffer)[allocatorBreak.address >>> 2];
+  if (pristineBreak !== allocatorBreak.heapBase) throw new Error('the QuickJS module does not have the expected memory layout');
+
+  const cm: CappedModule = { module, memory, capBytes, breakAddress: allocatorBreak.address, broken: false, exhausted: false, calls: 0, inUse: false };
+  refuseGrowthPastCap(cm);
+  const malloc = alloc._malloc.bind(alloc);
+  alloc._malloc = (n: number) => {
+    const p = malloc(n);
+    if (p === 0) {
+      cm.broken = true;
+      throw new GuestAllocationError(n);
+    }
+    return p;
+  };
+  return cm;
+}
+
+/**
+ * At its cap, QuickJS keeps asking for memory: emscripten tries `grow` four times per request, and
+ * some of QuickJS's internal allocations (its job queue among them) fail silently and are retried, so a
+ * call at the cap could crawl on for seconds (170k failed grows, ~8 µs each, were seen in one call).
+ * Here a request past the cap is refused at once and noted: the interrupt handler then ends the call
+ * as over its memory limit.
+ */
+function refuseGrowthPastCap(cm: CappedModule): void {
+  const memory = cm.memory;
+  const grow = memory.grow.bind(memory);
+  const refused = new RangeError('the sandbox memory is at its cap');
+  memory.grow = (pages: number) => {
+    if (memory.buffer.byteLength + pages * PAGE > cm.capBytes) {
+      cm.exhausted = true;
+      throw refused;
+    }
+    return grow(pages);
+  };
 }
 
 export class WasmModulePool {
@@ -62,10 +142,10 @@ export class WasmModulePool {
       reused.inUse = true;
       return reused;
     }
-    const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: capBytes / PAGE });
-    const module = await newQuickJSWASMModuleFromVariant(newVariant(RELEASE_SYNC, { wasmMemory: memory }));
+    const cm = await createCappedModule(capBytes);
     this.created++;
-    return { module, memory, capBytes, broken: false, calls: 0, inUse: true };
+    cm.inUse = true;
+    return cm;
   }
 
   /** Returns the module after a call; true when it is kept for reuse. */

@@ -1,0 +1,108 @@
+import { randomBytes } from 'node:crypto';
+import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from 'quickjs-emscripten';
+import { BUILTINS, GUEST_BINDINGS } from '../builtins/index.js';
+import type { CallState } from './call-state.js';
+import { GUEST_PRELUDE } from './guest-prelude.js';
+import { createHostFunctions } from './host-functions.js';
+import { MemorySnapshot } from './memory-snapshot.js';
+import { loadQuickJSBuild } from './quickjs-build.js';
+import type { CappedModule } from './wasm-modules.js';
+
+/** Thrown for a failure of the sandbox machinery itself (not of user code): the caller reports INTERNAL. */
+export class SandboxInternalError extends Error {
+  override readonly name = 'SandboxInternalError';
+}
+
+/** Which call the realm serves right now; host functions and the interrupt handler read it. */
+export interface CallSlot {
+  call: CallState | undefined;
+  /**
+   * Marks binary values in data crossing the boundary (see data-crossing.ts). Random per realm and
+   * never visible to user code, so user data cannot forge a marker; free of NUL, since strings cross
+   * into QuickJS as C strings.
+   */
+  readonly token: string;
+}
+
+/** The bindings, as the prelude reads them: serialised once per process. */
+const BINDINGS_JSON = JSON.stringify(GUEST_BINDINGS);
+
+/**
+ * QuickJS may use a little C stack beyond its own limit (the frames between two checks); the snapshot
+ * restores this much more than the limit, and a guard band below it tells if a call went deeper.
+ */
+const STACK_SLACK_BYTES = 256 * 1024;
+
+/**
+ * A hardened QuickJS runtime + context, prepared once per module (host functions, prelude, frozen
+ * intrinsics) and snapshotted: `begin()` restores the module's memory to that snapshot, so every call
+ * starts from a byte-identical realm that no code but the prelude has run in.
+ *
+ * Rules that keep the JS side of quickjs-emscripten consistent with a memory that is put back:
+ * - everything with a JS-side twin is made before the snapshot: host functions (their ids live in
+ *   `rt.hostRefs`), the interrupt handler, the lazily cached context handles (`ctx.undefined`, …);
+ * - a handle made during a call points into memory the restore reverts: it is dropped, never disposed
+ *   after the call (that would free memory of the restored realm); `CallState.close` makes sure no host
+ *   work calls into the realm after its call ended;
+ * - a host function freed by a call's garbage collection is back after the restore, so its id must stay
+ *   in `rt.hostRefs`: deletions are ignored (the module is dropped whole, never disposed piecewise).
+ */
+export class SnapshotRealm {
+  private constructor(
+    readonly rt: QuickJSRuntime,
+    readonly ctx: QuickJSContext,
+    readonly slot: CallSlot,
+    readonly setData: QuickJSHandle,
+    readonly serialize: QuickJSHandle,
+    readonly explain: QuickJSHandle,
+    private readonly snapshot: MemorySnapshot,
+  ) {}
+
+  /** Prepares the realm on a module nothing has run in, and takes its snapshot. */
+  static prepare(cm: CappedModule, maxStackBytes: number): SnapshotRealm {
+    const rt = cm.module.newRuntime();
+    // Always set: QuickJS's default stack can exceed a thread's V8 stack, and a V8 overflow inside
+    // the WASM corrupts the runtime.
+    rt.setMaxStackSize(maxStackBytes);
+    const ctx = rt.newContext();
+    const slot: CallSlot = { call: undefined, token: `ldbox:bytes:${randomBytes(12).toString('base64url')}` };
+    rt.setInterruptHandler(() => slot.call?.shouldInterrupt() ?? false);
+    rt.hostRefs.delete = () => {};
+    // Cached lazily by quickjs-emscripten: made now, so that none is first made (and lost) in a call.
+    for (const h of [ctx.undefined, ctx.null, ctx.true, ctx.false, ctx.global]) if (!h.alive) throw new SandboxInternalError('context handle not alive');
+    const prelude = ctx.evalCode(GUEST_PRELUDE, 'ldbox:prelude', { type: 'global', strict: true });
+    if (prelude.error) throw new SandboxInternalError(`prelude failed: ${JSON.stringify(ctx.dump(prelude.error))}`);
+    const args = [createHostFunctions(ctx, slot, BUILTINS), ctx.newString(slot.token), ctx.newString(BINDINGS_JSON)];
+    const installed = ctx.callFunction(prelude.value, ctx.undefined, ...args);
+    if (installed.error) throw new SandboxInternalError(`prelude install failed: ${JSON.stringify(ctx.dump(installed.error))}`);
+    for (const h of args) h.dispose();
+    prelude.value.dispose();
+    const [setData, serialize, explain] = [0, 1, 2].map((i) => ctx.getProp(installed.value, i)) as [QuickJSHandle, QuickJSHandle, QuickJSHandle];
+    installed.value.dispose();
+    // Settle what the prelude left in the job queue, so that no call inherits a pending job.
+    rt.executePendingJobs();
+    const snapshot = MemorySnapshot.capture(cm.memory, loadQuickJSBuild(), cm.breakAddress, maxStackBytes + STACK_SLACK_BYTES);
+    return new SnapshotRealm(rt, ctx, slot, setData, serialize, explain, snapshot);
+  }
+
+  /** Restores the prepared realm and hands it to `call`. */
+  begin(call: CallState): void {
+    this.snapshot.restore();
+    this.slot.call = call;
+  }
+
+  /** Ends the call's hold on the realm. Its memory is left as the call made it until the next `begin`. */
+  end(): void {
+    this.slot.call = undefined;
+  }
+
+  /** For tests: where memory differs from the snapshot, `undefined` when it is byte-identical. */
+  differenceFromSnapshot(): string | undefined {
+    return this.snapshot.firstDifference();
+  }
+
+  /** For tests: put the snapshot back without starting a call. */
+  restoreForTest(): void {
+    this.snapshot.restore();
+  }
+}
