@@ -59,6 +59,12 @@ t.test('every accepted webhook runs exactly once, also when NATS restarts under 
   const restart = s.nats.restart();
   await waves(100, 100); // during the restart: some are refused, none lost
   await restart;
+  // The third wave starts once the gateway says it can store jobs again (a condition, not a pause).
+  const readyBy = Date.now() + 30_000;
+  while ((await fetch(`${s.base}/readyz`).then((r) => r.status, () => 0)) !== 200) {
+    if (Date.now() > readyBy) throw new Error('the gateway did not become ready after the NATS restart');
+    await new Promise((r) => setTimeout(r, 100));
+  }
   await waves(200, 100);
   t.ok(accepted.size >= 200, `most webhooks were accepted (${accepted.size} accepted, ${refused} refused)`);
 
