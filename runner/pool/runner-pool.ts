@@ -3,6 +3,7 @@ import type { PoolConfig } from '../../src/config/runner-config.js';
 import type { SandboxOutcome, SandboxRequest } from '../sandbox/index.js';
 import { createCancelFlag, isStarted, requestCancel, runningOn, startedAt } from './cancel-flag.js';
 import { LatencyWindow } from './latency-window.js';
+import { ActivityBoard, createActivityBalancer, createActivityBoardMemory } from './worker-activity.js';
 import { PoolCancelledError, PoolClosedError, PoolFullError, PoolInternalError } from './pool-errors.js';
 import type { WorkerReply, WorkerSetup, WorkerTask } from './worker-task.js';
 
@@ -54,7 +55,10 @@ const WATCHDOG_INTERVAL_MS = 250;
  * dies (a crash, its heap limit) is replaced by Piscina; only its own calls fail.
  */
 export function createRunnerPool(config: PoolConfig): RunnerPool {
+  const activity = createActivityBoardMemory();
+  const board = new ActivityBoard(activity);
   const setup: WorkerSetup = {
+    activity,
     limits: {
       maxResultBytes: config.maxResultBytes,
       maxLogEntries: config.maxLogEntries,
@@ -74,6 +78,8 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
     minThreads: config.size,
     maxThreads: config.size,
     concurrentTasksPerWorker: config.concurrentPerWorker,
+    // A call goes to a worker whose thread is free, not one stuck in another call's long synchronous part.
+    loadBalancer: createActivityBalancer(board, config.concurrentPerWorker),
     maxQueue: config.maxQueue,
     idleTimeout: config.idleTimeoutMs,
     // The default 'sync' mode parks an idle worker in Atomics.wait; 'disabled' keeps its event loop
@@ -84,7 +90,8 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
   });
   // A worker that dies (crash, heap limit, a hard stop) is destroyed and Piscina starts another.
   let workersReplaced = 0;
-  piscina.on('workerDestroy', () => {
+  piscina.on('workerDestroy', (worker: { id: number }) => {
+    board.release(worker.id);
     if (!closing) workersReplaced++;
   });
   // Piscina re-emits worker failures as 'error' when no task owns them; they must not crash the process.

@@ -1,3 +1,4 @@
+import type { ActivityBoardMemory } from './worker-activity.js';
 import type { SandboxLimits, SandboxOutcome, SandboxRequest, WasmModulePoolOptions } from '../sandbox/index.js';
 
 /** What the pool hands a worker at start (Piscina `workerData`). */
@@ -6,6 +7,8 @@ export interface WorkerSetup {
   modules: WasmModulePoolOptions;
   /** The memory limit most calls use: the worker warms a module of that size at start. */
   defaultMemoryBytes: number;
+  /** Where the worker says when its thread is blocked (see worker-activity.ts). */
+  activity: ActivityBoardMemory;
 }
 
 /** One task: the call and its cancellation flag (shared memory). */
