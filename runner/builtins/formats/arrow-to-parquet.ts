@@ -1,7 +1,7 @@
 import type { Field, RecordBatch, Table } from 'apache-arrow';
 import { GuestFacingError } from '../../sandbox/guest-facing-error.js';
 import type { BuiltinContext, SyncBuiltin } from '../builtin.js';
-import { checkDeadline, describeValue, FORMAT_LIMITS, libraryMessage, MiB } from './conversion-guard.js';
+import { checkDeadline, describeValue, FORMAT_LIMITS, libraryMessage, MiB, tooManyColumns } from './conversion-guard.js';
 import { arrowLib, releaseParquetWasmIfLarge } from './format-libs.js';
 import { compressionOption, type CompressionName } from './parquet-codecs.js';
 import { ParquetStitcher } from './parquet-stitcher.js';
@@ -15,8 +15,9 @@ import { ParquetWriteError, writeParquetFromIpc } from './parquet-writer.js';
  *
  * The spec's result has no `success` field, so every failure throws: a TypeError for a buffer that
  * is not bytes or bad options, a RangeError for an unknown compression, and an Error with a clear
- * message for bytes that are not Arrow IPC, a table with no columns, a type Parquet cannot hold, an
- * input over the size cap, or running past the call's time limit.
+ * message for bytes that are not Arrow IPC, a table with no columns or more than
+ * FORMAT_LIMITS.maxColumns, a type Parquet cannot hold, an input over the size cap, or running past
+ * the call's time limit.
  *
  * The bytes are parsed by apache-arrow first and re-encoded, chunk by chunk, before parquet-wasm sees
  * them: parquet-wasm trusts the lengths inside the stream, and 16 bytes of crafted garbage make it
@@ -57,6 +58,8 @@ export function arrowToParquet(input: Uint8Array, compression: CompressionName, 
     throw fail(`the buffer is not a valid Arrow IPC stream (${err instanceof TypeError ? 'malformed message metadata' : libraryMessage(err)})`);
   }
   if (table.schema.fields.length === 0) throw fail('the buffer holds no Arrow schema (no columns)');
+  const tooWide = tooManyColumns(table.schema.fields.length);
+  if (tooWide) throw fail(`the table has ${tooWide}`);
   for (const field of table.schema.fields) {
     const union = findUnion(field);
     // parquet-wasm panics on a union instead of returning an error.

@@ -13,6 +13,28 @@ export const FORMAT_LIMITS = {
   maxArrowBytes: 256 * 1024 * 1024,
   /** Largest CSV json2csv produces, in characters. */
   maxJsonCsvChars: 256 * 1024 * 1024,
+  /**
+   * Most columns csv2parquet and arrow2parquet write. parquet-wasm's writer costs about 1 ms per
+   * column per chunk (zstd), in one step that cannot be interrupted, and past ~1,500 columns a
+   * chunk took 3–30 s here (2,000 columns of one row: 20–27 s, mostly garbage collection).
+   */
+  maxColumns: 1024,
+  /**
+   * Most cells (rows × columns, empty ones included) json2csv writes. The shape is known before
+   * any output is built (the objects' count × the union of their keys), so a small
+   * input that declares a huge table (5,000 objects with 5,000 distinct keys: 70 KB of JSON,
+   * 25 million cells) is refused before the host allocates for it. 16 Mi cells are at least 16 MiB
+   * of CSV (json2csv of 4,096 × 4,096 mostly empty cells: 0.2 s, 130 MiB RSS).
+   */
+  maxCells: 16 * 1024 * 1024,
+  /**
+   * Most cells parquet2csv has parquet-wasm decode in one read (one row group, or several small
+   * ones), a step that cannot be interrupted and whose memory wasm keeps: 64 Mi cells is pyarrow's
+   * default row group (1 Mi rows) of 64 columns, ~0.5 GiB of int64 values. The row counts come from
+   * the footer, so a tiny file that declares billions of rows (all one value, run-length encoded)
+   * is refused before it is decoded.
+   */
+  maxReadCells: 64 * 1024 * 1024,
 } as const;
 
 export const MiB = 1024 * 1024;
@@ -34,6 +56,30 @@ export function checkDeadline(ctx: BuiltinContext): void {
     throw new GuestFacingError('Error', "the conversion ran past the call's time limit");
   }
   if (ctx.signal.aborted) throw new GuestFacingError('Error', 'the call was cancelled during the conversion');
+}
+
+/** `n` with thousands separators, for messages (`25,000,000`). */
+export function count(n: number): string {
+  return n.toLocaleString('en-US');
+}
+
+/**
+ * Why a table of `rows` × `columns` is over FORMAT_LIMITS.maxCells (with what to do about it), or
+ * undefined when it is within the limit.
+ */
+export function tooManyCells(rows: number, columns: number): string | undefined {
+  const cells = rows * columns;
+  if (cells <= FORMAT_LIMITS.maxCells) return undefined;
+  return (
+    `${count(rows)} rows × ${count(columns)} columns is ${count(cells)} cells, over the limit of ` +
+    `${count(FORMAT_LIMITS.maxCells)} cells per call; convert the data in smaller parts`
+  );
+}
+
+/** Why `columns` columns are over FORMAT_LIMITS.maxColumns (with what to do about it), or undefined. */
+export function tooManyColumns(columns: number): string | undefined {
+  if (columns <= FORMAT_LIMITS.maxColumns) return undefined;
+  return `${count(columns)} columns, over the limit of ${count(FORMAT_LIMITS.maxColumns)}; split the columns over several files`;
 }
 
 /** How a value is named in an error message ("a number", "null", "an array"). */

@@ -5,7 +5,7 @@ import { csvCellWriter } from './arrow-csv-cells.js';
 import { ffiReadable, importFfiBatch } from './arrow-ffi.js';
 import { ByteWriter } from './byte-writer.js';
 import { ColumnPlan, planColumn, writeRows } from './csv-rows.js';
-import { checkDeadline, ConversionInputError, describeValue, FORMAT_LIMITS, libraryMessage, MiB } from './conversion-guard.js';
+import { checkDeadline, ConversionInputError, count, describeValue, FORMAT_LIMITS, libraryMessage, MiB } from './conversion-guard.js';
 import { arrowLib, discardParquetWasm, parquetWasmLib, parquetWasmMemoryBytes, releaseParquetWasmIfLarge, type ParquetWasm } from './format-libs.js';
 import { readParquetFooter, type RowGroupInfo } from './parquet-footer.js';
 import { ParquetStitcher } from './parquet-stitcher.js';
@@ -18,9 +18,10 @@ import { ParquetStitcher } from './parquet-stitcher.js';
  * lists), timestamps as ISO 8601. The CSV has a header row, `,` between fields, `\n` after every
  * record, and quotes only the fields that need it.
  *
- * Failures: input that is not base64, not Parquet, corrupt or unreadable, or a CSV over the output
- * cap gives `{base64: '', success: false, error}`; an argument that is not a string (or bytes)
- * throws a TypeError, and running past the call's time limit throws an Error.
+ * Failures: input that is not base64, not Parquet, corrupt or unreadable, a CSV over the output
+ * cap (refused from the footer's row counts when rows × columns alone pass it), or a row group over
+ * FORMAT_LIMITS.maxReadCells gives `{base64: '', success: false, error}`; an argument that is not a
+ * string (or bytes) throws a TypeError, and running past the call's time limit throws an Error.
  *
  * The file is decoded a few row groups at a time, and each record batch is written straight into one
  * byte buffer, so the decoded Arrow data of the whole file never sits in memory at once.
@@ -117,6 +118,7 @@ export function parquetToCsv(file: Uint8Array, ctx: BuiltinContext, stats?: Parq
   const groups = readParquetFooter(file);
   const schema = readSchema(file);
   const fields = schema.fields;
+  checkShape(groups, fields.length);
   const writers = fields.map((f) => csvCellWriter(f.type, f));
   const plans = fields.map(() => new ColumnPlan());
   const ffi = ffiReadable(schema);
@@ -128,7 +130,7 @@ export function parquetToCsv(file: Uint8Array, ctx: BuiltinContext, stats?: Parq
   }
   out.byte(10);
   if (stats) stats.rowGroups = groups.length;
-  const ranges = readRanges(groups);
+  const ranges = readRanges(groups, fields.length);
   const scratch = ranges.length > 1 ? new ByteWriter(file.byteLength) : undefined;
   const write = (batch: Batch) => {
     checkDeadline(ctx);
@@ -288,20 +290,51 @@ function readSchema(file: Uint8Array): Schema {
   }
 }
 
-/** Consecutive row groups read per parquet-wasm call: up to READ_BYTES each, at most MAX_READS calls. */
-function readRanges(groups: RowGroupInfo[]): number[][] {
+/**
+ * Refuses, from the footer's row counts and before anything is decoded, a file whose CSV could not
+ * fit the output cap (every cell is at least one byte: its `,` or line break) or with a row group
+ * over FORMAT_LIMITS.maxReadCells (decoded in one uninterruptible step).
+ */
+function checkShape(groups: readonly RowGroupInfo[], columns: number): void {
+  const rows = groups.reduce((sum, g) => sum + Math.max(0, g.rows), 0);
+  const cap = FORMAT_LIMITS.maxCsvOutputBytes;
+  if (rows * columns > cap) {
+    throw new ConversionInputError(
+      `the CSV would be larger than the limit of ${cap / MiB} MiB: the file holds ${count(rows)} rows × ${count(columns)} columns ` +
+        `(${count(rows * columns)} cells, each at least one byte of CSV); convert the data in smaller parts`,
+    );
+  }
+  const widest = groups.reduce((max, g) => Math.max(max, g.rows), 0);
+  if (widest * columns > FORMAT_LIMITS.maxReadCells) {
+    throw new ConversionInputError(
+      `a row group of the file holds ${count(widest)} rows × ${count(columns)} column${columns === 1 ? '' : 's'}, over the limit of ` +
+        `${count(FORMAT_LIMITS.maxReadCells)} cells per row group; write the file with smaller row groups`,
+    );
+  }
+}
+
+/**
+ * Consecutive row groups read per parquet-wasm call: up to READ_BYTES (uncompressed, as the footer
+ * says) and FORMAT_LIMITS.maxReadCells each, at most MAX_READS calls unless the cells forbid it.
+ */
+function readRanges(groups: RowGroupInfo[], columns: number): number[][] {
   const minPerRead = Math.ceil(groups.length / MAX_READS);
   const ranges: number[][] = [];
   let current: number[] = [];
   let bytes = 0;
+  let cells = 0;
   for (let g = 0; g < groups.length; g++) {
-    if (current.length >= minPerRead && bytes + groups[g]!.bytes > READ_BYTES) {
+    const groupCells = groups[g]!.rows * columns;
+    const fullByBytes = current.length >= minPerRead && bytes + groups[g]!.bytes > READ_BYTES;
+    if (current.length > 0 && (fullByBytes || cells + groupCells > FORMAT_LIMITS.maxReadCells)) {
       ranges.push(current);
       current = [];
       bytes = 0;
+      cells = 0;
     }
     current.push(g);
     bytes += groups[g]!.bytes;
+    cells += groupCells;
   }
   if (current.length) ranges.push(current);
   return ranges;

@@ -1,7 +1,16 @@
 import { GuestFacingError } from '../../sandbox/guest-facing-error.js';
-import type { BuiltinContext, BuiltinModule, SyncBuiltin } from '../builtin.js';
+import type { BuiltinModule, SyncBuiltin } from '../builtin.js';
 import { canonicalText, lexAll, type DialectName, type LexResult, type Piece, type Token } from './sql-lexer.js';
-import { classifyStatements, isPlainStatementList, parseIn, PARSER_DIALECTS, type Classification } from './sql-parsers.js';
+import {
+  classifyStatements,
+  isPlainStatementList,
+  LOCKING_HINTS,
+  PARSE_STEPS_PER_CHAR,
+  parseIn,
+  ParseMeter,
+  PARSER_DIALECTS,
+  type Classification,
+} from './sql-parsers.js';
 
 /**
  * Spec "SQL checks": `ld.validateSqlQuery(query)` and `ld.ensureReadOnlySqlQuery(query)`, both
@@ -29,10 +38,16 @@ import { classifyStatements, isPlainStatementList, parseIn, PARSER_DIALECTS, typ
  *    reading, each statement's leading keyword must be one of those, and no write keyword (INSERT,
  *    UPDATE, DELETE, MERGE, DROP, CREATE, ALTER, TRUNCATE, GRANT, EXEC, INTO, ...) may appear outside
  *    strings, quoted names and comments: this refuses writable CTEs, `SELECT ... INTO`,
- *    `SELECT ... FOR UPDATE`, `EXPLAIN [ANALYZE] DELETE` and T-SQL statements without semicolons.
+ *    `EXPLAIN [ANALYZE] DELETE` and T-SQL statements without semicolons. Locking reads are refused
+ *    the same way (lockingReadAt): `FOR UPDATE`, `FOR NO KEY UPDATE`, `FOR SHARE`, `FOR KEY SHARE`,
+ *    `LOCK IN SHARE MODE` and T-SQL's locking table hints (`WITH (UPDLOCK)`, HOLDLOCK, ...).
  *    Then proof: in at least one reading every SELECT-like statement must parse, in some dialect's
  *    grammar, as a read (canonical text, see canonicalText); SHOW and DESCRIBE need no parse. A query
  *    that cannot be proven read-only is refused and the message says so.
+ * 4. Cost. Lexing and the keyword checks are linear. The grammars backtrack exponentially on some
+ *    nestings (`CAST(CAST(1 AS INTX) AS INTX)`, 8 levels: a minute), so every parse is metered and
+ *    gives up over its budget (sql-parsers.ts, PARSE_STEPS_*): a text no grammar parses because one
+ *    gave up is refused as too complex; the call's deadline is checked inside each parse too.
  *
  * What is not detected: side effects of functions called from a SELECT (`pg_terminate_backend`,
  * `dblink_exec`, `nextval`, `SLEEP`, OPENQUERY); run such queries with a read-only database role too.
@@ -76,7 +91,7 @@ export const validateSqlQuery: SyncBuiltin = (args, ctx) => {
   // rather than run a second statement; when none does, every piece counts.
   const maxStatements = Math.max(...counts.map((c) => c.statements));
   const junk = counts.some((c) => c.all !== c.statements);
-  const parsed = junk && maxStatements <= 1 ? firstParse(trimmed, ctx, fn) : undefined;
+  const parsed = junk && maxStatements <= 1 ? firstParse(trimmed, new ParseMeter(trimmed.length, ctx.deadline), fn) : undefined;
   const countAll = junk && !parsed && maxStatements <= 1;
   const perReading = counts.map((c) => ({ dialect: c.dialect, n: countAll ? c.all : c.statements }));
   const n = Math.max(parsed?.count ?? 0, ...perReading.map((c) => c.n));
@@ -113,8 +128,10 @@ export const ensureReadOnlySqlQuery: SyncBuiltin = (args, ctx) => {
   }
 
   // 2. Proof: one reading in which every statement is a listing statement or parses as read-only.
-  const verdicts = new Map<string, Classification>();
+  const meter = new ParseMeter(trimmed.length, ctx.deadline);
+  const verdicts = new Map<string, Verdict>();
   let unproven: { piece: Piece; total: number } | undefined;
+  let tooComplex = false;
   for (const reading of plans) {
     let proven = true;
     for (const { piece, plan } of reading.pieces) {
@@ -126,13 +143,14 @@ export const ensureReadOnlySqlQuery: SyncBuiltin = (args, ctx) => {
       if (plan.kind !== 'parse') continue;
       let verdict = verdicts.get(plan.text);
       if (!verdict) {
-        verdict = classifyText(plan.text, ctx, fn);
+        verdict = classifyText(plan.text, meter, fn);
         verdicts.set(plan.text, verdict);
       }
       if (verdict.kind === 'write') {
         throw new GuestFacingError('Error', `${fn}: ${verdict.type} statements are not allowed${plan.context} ${ONLY}`);
       }
-      if (verdict.kind === 'unknown') {
+      if (verdict.kind === 'unknown' || verdict.kind === 'too-complex') {
+        if (verdict.kind === 'too-complex') tooComplex = true;
         proven = false;
         unproven ??= { piece, total: reading.pieces.length };
         break;
@@ -141,6 +159,14 @@ export const ensureReadOnlySqlQuery: SyncBuiltin = (args, ctx) => {
     if (proven) return trimmed;
   }
   const which = unproven && unproven.total > 1 ? ` (statement ${unproven.piece.index})` : '';
+  if (tooComplex) {
+    throw new GuestFacingError(
+      'Error',
+      `${fn}: the query could not be verified as read-only${which}: it is too complex for the SQL parsers ` +
+        `(over their budget of ${PARSE_STEPS_PER_CHAR} steps per character; nested expressions such as CAST(CAST(...)) ` +
+        'make them backtrack); simplify or un-nest it',
+    );
+  }
   throw new GuestFacingError(
     'Error',
     `${fn}: the query could not be verified as read-only${which}: none of the supported SQL dialects (${DIALECT_LIST}) could parse it`,
@@ -175,30 +201,46 @@ function lexOrThrow(sql: string, fn: string): { lexed: Lexed[]; broken: Broken[]
   return { lexed, broken };
 }
 
-/** The first grammar (in PARSER_DIALECTS order) that parses the whole query, with its statement count. */
-function firstParse(sql: string, ctx: BuiltinContext, fn: string): { dialect: DialectName; count: number } | undefined {
+/**
+ * The first grammar (in PARSER_DIALECTS order) that parses the whole query, with its statement count.
+ * A grammar that gives up (over its step budget, see parseIn) counts as not parsing it.
+ */
+function firstParse(sql: string, meter: ParseMeter, fn: string): { dialect: DialectName; count: number } | undefined {
   for (const d of PARSER_DIALECTS) {
-    checkTime(ctx, fn);
-    const statements = parseIn(d, sql);
-    if (statements && isPlainStatementList(statements)) return { dialect: d.name, count: statements.length };
+    checkTime(meter.deadline, fn);
+    const outcome = parseIn(d, sql, meter);
+    if (outcome.kind === 'timeout') throw outOfTime(fn);
+    if (outcome.kind === 'parsed' && isPlainStatementList(outcome.statements)) return { dialect: d.name, count: outcome.statements.length };
   }
   return undefined;
 }
 
-/** The first decisive verdict of the grammars on one statement's canonical text; 'unknown' when none parses it. */
-function classifyText(text: string, ctx: BuiltinContext, fn: string): Classification {
+type Verdict = Classification | { kind: 'too-complex' };
+
+/**
+ * The first decisive verdict of the grammars on one statement's canonical text; 'unknown' when none
+ * parses it, 'too-complex' when none parses it and at least one gave up (over its step budget).
+ */
+function classifyText(text: string, meter: ParseMeter, fn: string): Verdict {
+  let gaveUp = false;
   for (const d of PARSER_DIALECTS) {
-    checkTime(ctx, fn);
-    const statements = parseIn(d, text);
-    if (!statements) continue;
-    const c = classifyStatements(statements);
+    checkTime(meter.deadline, fn);
+    const outcome = parseIn(d, text, meter);
+    if (outcome.kind === 'timeout') throw outOfTime(fn);
+    if (outcome.kind === 'gave-up') gaveUp = true;
+    if (outcome.kind !== 'parsed') continue;
+    const c = classifyStatements(outcome.statements);
     if (c.kind !== 'unknown') return c;
   }
-  return { kind: 'unknown' };
+  return gaveUp ? { kind: 'too-complex' } : { kind: 'unknown' };
 }
 
-function checkTime(ctx: BuiltinContext, fn: string): void {
-  if (performance.now() > ctx.deadline) throw new GuestFacingError('Error', `${fn}: the call ran out of time while checking the query`);
+function checkTime(deadline: number, fn: string): void {
+  if (performance.now() > deadline) throw outOfTime(fn);
+}
+
+function outOfTime(fn: string): GuestFacingError {
+  return new GuestFacingError('Error', `${fn}: the call ran out of time while checking the query`);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -332,23 +374,58 @@ function refusal(type: string, context: string): Plan {
   return { kind: 'refuse', message: `${type} statements are not allowed${context} ${ONLY}` };
 }
 
-/** The first write keyword from `from` on, with where it was found; undefined when there is none. */
+/**
+ * The locking read that starts at token k, named for messages, or undefined: `FOR UPDATE`,
+ * `FOR NO KEY UPDATE`, `FOR SHARE`, `FOR KEY SHARE` (PostgreSQL, MySQL 8), `LOCK IN SHARE MODE`
+ * (MySQL), and T-SQL locking table hints (see LOCKING_HINTS) inside parentheses, in `WITH (...)`, the
+ * older `t (...)` or `OPTION (TABLE HINT(...))`. Such a read takes locks that block writers (or
+ * deadlocks them) until the transaction ends, so it is no read-only statement.
+ */
+function lockingReadAt(tokens: readonly Token[], k: number, depth: number): string | undefined {
+  const t = tokens[k]!;
+  const word = (j: number, ...texts: string[]) => isBareWord(tokens, j) && texts.includes(tokens[j]!.text);
+  if (t.text === 'for' && isBareWord(tokens, k)) {
+    if (word(k + 1, 'update')) return 'SELECT ... FOR UPDATE';
+    if (word(k + 1, 'share')) return 'SELECT ... FOR SHARE';
+    if (word(k + 1, 'no') && word(k + 2, 'key') && word(k + 3, 'update')) return 'SELECT ... FOR NO KEY UPDATE';
+    if (word(k + 1, 'key') && word(k + 2, 'share')) return 'SELECT ... FOR KEY SHARE';
+  }
+  if (t.text === 'lock' && isBareWord(tokens, k) && word(k + 1, 'in') && word(k + 2, 'share') && word(k + 3, 'mode')) {
+    return 'SELECT ... LOCK IN SHARE MODE';
+  }
+  if (depth > 0 && LOCKING_HINTS.has(t.text) && isBareWord(tokens, k) && !isPunct(tokens[k + 1], '(')) {
+    return `SELECT ... WITH (${t.text.toUpperCase()})`;
+  }
+  return undefined;
+}
+
+/** A word token that is not part of a qualified name (t.update) nor a variable or parameter (@delete, :update). */
+function isBareWord(tokens: readonly Token[], k: number): boolean {
+  const t = tokens[k];
+  if (t?.kind !== 'word') return false;
+  const prev = tokens[k - 1];
+  if (isPunct(prev, '.') || isPunct(tokens[k + 1], '.')) return false;
+  return !(prev && prev.end === t.start && isPunct(prev, '@', ':', '#', '$'));
+}
+
+/** The first write keyword or locking read from `from` on, with where it was found; undefined when there is none. */
 function findWriteWord(tokens: readonly Token[], from: number, leader: string): { type: string; context: string } | undefined {
   let depth = 0;
   for (let k = from; k < tokens.length; k++) {
     const t = tokens[k]!;
     if (isPunct(t, '(')) depth++;
     else if (isPunct(t, ')')) depth = Math.max(0, depth - 1);
-    if (t.kind !== 'word' || !WRITE_WORDS.has(t.text)) continue;
+    if (t.kind !== 'word') continue;
+    const locking = lockingReadAt(tokens, k, depth);
+    if (locking) return { type: locking, context: '' };
+    if (!WRITE_WORDS.has(t.text) || !isBareWord(tokens, k)) continue;
     const prev = tokens[k - 1];
     const next = tokens[k + 1];
-    // A part of a qualified name (t.update), a variable or parameter (@delete, :update).
-    if (isPunct(prev, '.') || isPunct(next, '.')) continue;
-    if (prev && prev.end === t.start && isPunct(prev, '@', ':', '#', '$')) continue;
     // MySQL's INSERT(str, pos, len, newstr) string function.
     if (t.text === 'insert' && isPunct(next, '(')) continue;
     // SHOW CREATE TABLE t (MySQL) lists a definition.
     if (t.text === 'create' && leader === 'show' && k === from) continue;
+    // The UPDATE of a locking read (found at its FOR) that a qualified or odd FOR hid: still a lock.
     if (t.text === 'update' && prev?.kind === 'word' && (prev.text === 'for' || prev.text === 'key')) {
       return { type: 'SELECT ... FOR UPDATE', context: '' };
     }

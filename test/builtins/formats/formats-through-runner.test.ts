@@ -103,3 +103,20 @@ t.test('a conversion past the time limit stops, and the next call works', async 
   const next = await runCode(runner, "return ld.csv2parquet('a\\n1').success");
   t.same(next.result, true, 'the next call converts');
 });
+
+t.test('json2csv of a small array that declares a huge table: a RangeError in the sandbox, and the worker stays', async (t) => {
+  // 5,000 objects with one distinct key each: 25 million cells; building them ran the worker out of heap.
+  const huge = await runCode(
+    runner,
+    "const rows = []; for (let i = 0; i < 5000; i++) rows.push({['k' + i]: 1}); try { ld.json2csv(rows); return 'no error' } catch (e) { return [e.name, e.message, e instanceof RangeError] }",
+  );
+  t.same(huge.result, [
+    'RangeError',
+    'ld.json2csv: 5,000 rows × 5,000 columns is 25,000,000 cells, over the limit of 16,777,216 cells per call; convert the data in smaller parts',
+    true,
+  ]);
+  const next = await runCode(runner, "return ld.json2csv([{a: 1}, {b: 'x'}])");
+  t.same(next.result, 'a,b\n1,\n,x\n', 'the next call converts');
+  const wide = await runCode(runner, "return ld.csv2parquet('a,'.repeat(5000) + 'a\\n').error");
+  t.same(wide.result, 'the CSV has 5,001 columns, over the limit of 1,024; split the columns over several files');
+});

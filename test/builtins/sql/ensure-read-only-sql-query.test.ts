@@ -8,6 +8,7 @@
  */
 import t from 'tap';
 import { ensureReadOnlySqlQuery, MAX_QUERY_LENGTH } from '../../../runner/builtins/sql/sql-checks.js';
+import { classifyStatements, parseIn, ParseMeter, PARSER_DIALECTS } from '../../../runner/builtins/sql/sql-parsers.js';
 import { call, expected, type Row } from './sql-test-helpers.js';
 
 const ONLY = '(only SELECT, SHOW, DESCRIBE and EXPLAIN)';
@@ -84,6 +85,42 @@ const CORPUS: Row[] = [
   { dialect: 'MySQL', why: 'SELECT INTO a variable', query: 'SELECT a INTO @v FROM t', expect: refused('SELECT ... INTO') },
   { dialect: 'MySQL', why: 'SELECT INTO OUTFILE writes a file', query: "SELECT * FROM t INTO OUTFILE '/tmp/x'", expect: refused('SELECT ... INTO') },
   { dialect: 'any', why: 'FOR UPDATE locks rows', query: 'SELECT * FROM t FOR UPDATE', expect: refused('SELECT ... FOR UPDATE') },
+  // Locking reads other than FOR UPDATE: they block writers until the transaction ends.
+  { dialect: 'PostgreSQL', why: 'FOR SHARE locks rows', query: 'select * from t for share', expect: refused('SELECT ... FOR SHARE') },
+  { dialect: 'MySQL', why: 'FOR SHARE NOWAIT (MySQL 8)', query: 'SELECT * FROM t WHERE id = 1 FOR SHARE NOWAIT', expect: refused('SELECT ... FOR SHARE') },
+  { dialect: 'PostgreSQL', why: 'FOR NO KEY UPDATE', query: 'select * from t for no key update', expect: refused('SELECT ... FOR NO KEY UPDATE') },
+  { dialect: 'PostgreSQL', why: 'FOR KEY SHARE', query: 'select * from t for key share skip locked', expect: refused('SELECT ... FOR KEY SHARE') },
+  { dialect: 'PostgreSQL', why: 'FOR UPDATE OF in a subquery', query: 'select * from (select * from t for update of t) x', expect: refused('SELECT ... FOR UPDATE') },
+  { dialect: 'MySQL', why: 'LOCK IN SHARE MODE (the MySQL grammar parses it)', query: 'SELECT * FROM t WHERE id = 1 LOCK IN SHARE MODE', expect: refused('SELECT ... LOCK IN SHARE MODE') },
+  ...['UPDLOCK', 'XLOCK', 'HOLDLOCK', 'TABLOCK', 'TABLOCKX', 'PAGLOCK', 'ROWLOCK', 'SERIALIZABLE', 'REPEATABLEREAD', 'READCOMMITTEDLOCK'].map(
+    (hint): Row => ({ dialect: 'T-SQL', why: `the ${hint} table hint`, query: `SELECT * FROM dbo.t WITH (${hint}) WHERE id = 1`, expect: refused(`SELECT ... WITH (${hint})`) }),
+  ),
+  { dialect: 'T-SQL', why: 'a locking hint after an allowed one', query: 'select * from t with (nolock, updlock)', expect: refused('SELECT ... WITH (UPDLOCK)') },
+  { dialect: 'T-SQL', why: 'hints separated by spaces', query: 'select * from t with (rowlock xlock)', expect: refused('SELECT ... WITH (ROWLOCK)') },
+  { dialect: 'T-SQL', why: 'the old hint syntax without WITH', query: 'SELECT * FROM t (TABLOCKX)', expect: refused('SELECT ... WITH (TABLOCKX)') },
+  { dialect: 'T-SQL', why: 'a hint in a joined subquery', query: 'select * from a join (select * from b with (holdlock)) c on a.id = c.id', expect: refused('SELECT ... WITH (HOLDLOCK)') },
+  { dialect: 'T-SQL', why: 'a hint in a CTE', query: 'with x as (select * from t with (serializable)) select * from x', expect: refused('SELECT ... WITH (SERIALIZABLE)') },
+  { dialect: 'T-SQL', why: 'a hint given as a query hint', query: 'select * from t option (table hint(t, updlock))', expect: refused('SELECT ... WITH (UPDLOCK)') },
+  { dialect: 'T-SQL', why: 'non-locking hints pass', query: 'SELECT * FROM t WITH (NOLOCK, READPAST, INDEX(ix_a))', expect: true },
+  { dialect: 'any', why: 'hint and lock words as names pass', query: 'select t.share, t.for, serializable, x.rowlock from t where share = 1', expect: true },
+  { dialect: 'any', why: 'FOR SYSTEM_TIME is no lock', query: 'select * from t for system_time as of current_timestamp', expect: true },
+  // Locking reads in any case, split by odd whitespace and comments; the words in strings, quoted names and comments are text.
+  { dialect: 'any', why: 'FOR UPDATE around a comment', query: 'SELECT * FROM t FOR/* c */UPDATE', expect: refused('SELECT ... FOR UPDATE') },
+  { dialect: 'any', why: 'FOR SHARE over lines', query: 'select * from t\n\tfor\n\tshare', expect: refused('SELECT ... FOR SHARE') },
+  { dialect: 'MySQL', why: 'LOCK IN SHARE MODE around a line comment', query: 'SELECT * FROM t LOCK -- c\n IN  SHARE\tMODE', expect: refused('SELECT ... LOCK IN SHARE MODE') },
+  { dialect: 'PostgreSQL', why: 'FOR NO KEY UPDATE in mixed case', query: 'select * from t For No  Key\nUpdate', expect: refused('SELECT ... FOR NO KEY UPDATE') },
+  { dialect: 'PostgreSQL', why: 'FOR KEY SHARE between comments', query: 'select * from t for /* a */ key /* b */ share', expect: refused('SELECT ... FOR KEY SHARE') },
+  { dialect: 'T-SQL', why: 'a hint in mixed case with spaces', query: 'SELECT * FROM t WITH ( UpdLock )', expect: refused('SELECT ... WITH (UPDLOCK)') },
+  { dialect: 'T-SQL', why: 'a hint after a comment', query: 'select * from t with (nolock /* x */, tablock)', expect: refused('SELECT ... WITH (TABLOCK)') },
+  { dialect: 'T-SQL', why: 'WITH( without a space', query: 'select * from t with(paglock)', expect: refused('SELECT ... WITH (PAGLOCK)') },
+  { dialect: 'any', why: 'lock words in strings', query: "select 'FOR UPDATE' as s, 'lock in share mode' as a, 'for key share' as b from t", expect: true },
+  { dialect: 'any', why: 'a lock in a string with a doubled quote', query: "select * from t where note = 'x'' for update'", expect: true },
+  { dialect: 'PostgreSQL', why: 'lock words as a quoted name', query: 'select "for share" from t', expect: true },
+  { dialect: 'T-SQL', why: 'hint words as bracketed names', query: 'select [updlock], [holdlock] from t with (nolock)', expect: true },
+  { dialect: 'any', why: 'lock words in comments', query: 'select * from t /* with (xlock) */ -- for update', expect: true },
+  { dialect: 'PostgreSQL', why: 'lock words in a dollar quote', query: 'select $$for share$$ as s', expect: true },
+  // PostgreSQL and T-SQL read backticks as plain characters, so there the words are keywords (as `delete` is).
+  { dialect: 'MySQL', why: 'lock words in backticks (keywords in other readings)', query: 'select `for update` from t', expect: refused('SELECT ... FOR UPDATE') },
   { dialect: 'PostgreSQL', why: 'EXPLAIN ANALYZE runs the DELETE', query: 'EXPLAIN ANALYZE DELETE FROM t', expect: refused('DELETE', UNDER_EXPLAIN) },
   { dialect: 'PostgreSQL', why: 'EXPLAIN (options) of an UPDATE', query: 'EXPLAIN (ANALYZE) UPDATE t SET a = 1', expect: refused('UPDATE', UNDER_EXPLAIN) },
   { dialect: 'PostgreSQL', why: 'EXPLAIN ANALYZE of a writable CTE', query: 'explain analyze with d as (delete from t returning *) select * from d', expect: refused('DELETE', IN_WITH) },
@@ -109,7 +146,6 @@ const CORPUS: Row[] = [
   { dialect: 'any', why: 'a leading line comment', query: '-- select\ndelete from t', expect: refused('DELETE') },
   // Not provable: refused.
   { dialect: 'PostgreSQL', why: 'VALUES (no grammar parses it)', query: 'values (1), (2)', expect: UNVERIFIED },
-  { dialect: 'PostgreSQL', why: 'FOR SHARE (no grammar parses it)', query: 'select * from t for share', expect: UNVERIFIED },
   {
     dialect: 'any',
     why: 'a stray string after a read',
@@ -164,4 +200,17 @@ t.test('the deadline is checked between parser attempts', async (t) => {
     message: 'ensureReadOnlySqlQuery: the call ran out of time while checking the query',
   });
   t.same(call(ensureReadOnlySqlQuery, ['delete from t'], past), { name: 'Error', message: refused('DELETE') }, 'a write is refused without parsing');
+});
+
+t.test('a locking read the grammars parse is a write in their verdict too', async (t) => {
+  const verdict = (dialect: string, query: string) => {
+    const d = PARSER_DIALECTS.find((p) => p.name === dialect)!;
+    const outcome = parseIn(d, query, new ParseMeter(query.length, Number.POSITIVE_INFINITY));
+    return outcome.kind === 'parsed' ? classifyStatements(outcome.statements) : outcome.kind;
+  };
+  t.same(verdict('MySQL', 'select * from t lock in share mode'), { kind: 'write', type: 'SELECT ... LOCK IN SHARE MODE' });
+  t.same(verdict('MySQL', 'select * from t for update nowait'), { kind: 'write', type: 'SELECT ... FOR UPDATE' });
+  t.same(verdict('T-SQL', 'select * from t with (updlock)'), { kind: 'write', type: 'SELECT ... WITH (UPDLOCK)' });
+  t.same(verdict('T-SQL', 'select * from t with (nolock, holdlock)'), { kind: 'write', type: 'SELECT ... WITH (HOLDLOCK)' });
+  t.same(verdict('T-SQL', 'select * from t with (nolock)'), { kind: 'read' });
 });
