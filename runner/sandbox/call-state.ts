@@ -34,6 +34,8 @@ export class CallState {
   memoryExhausted: () => boolean = () => false;
   /** Whether the sandbox's memory is at its cap (set by the runner; QuickJS then throws null). */
   nearMemoryCap: () => boolean = () => false;
+  /** Told once, when the call first starts host work that may reach outside (see CancelSource). */
+  onHostWork: (() => void) | undefined;
   /** What the ld.* built-ins see of this call. */
   readonly builtins: BuiltinContext;
   private wake: (() => void) | undefined;
@@ -117,6 +119,10 @@ export class CallState {
   ): void {
     this.pending.add(resolve);
     this.pendingHostWork++;
+    if (this.onHostWork) {
+      this.onHostWork();
+      this.onHostWork = undefined;
+    }
     const settle = (make: () => QuickJSHandle) => {
       this.pendingHostWork--;
       if (this.closed) return;

@@ -34,6 +34,11 @@ export interface SandboxLimits {
 export interface CancelSource {
   signal: AbortSignal;
   isCancelled(): boolean;
+  /**
+   * Called when the call first starts asynchronous host work (`ld.request`, `ld.wait`, …): from then on
+   * the call may have had effects outside, so the pool must not run it again after losing its worker.
+   */
+  hostWorkStarted?(): void;
 }
 
 type ResultParts = Omit<SandboxOutcome, 'requestId' | 'logs' | 'wallTimeMs' | 'memoryUsedBytes'>;
@@ -70,6 +75,7 @@ export async function runSandbox(
     const { rt, ctx } = realm;
     call = new CallState(ctx, started + req.timeoutMs, logs, redact, limits.builtins, cancel?.isCancelled);
     const state = call;
+    state.onHostWork = cancel?.hostWorkStarted;
     state.nearMemoryCap = () => cm.memory.buffer.byteLength >= cm.capBytes - 4 * 1024 * 1024;
     cm.exhausted = false;
     state.memoryExhausted = () => cm.exhausted;
