@@ -1,8 +1,12 @@
 /**
  * A cancellation channel between the pool (main thread) and a task in a worker, in shared memory: the
- * state (int32 at 0), the thread id of the worker that took the task (int32 at 4) and when it started
- * the task (float64 epoch ms at 8). Piscina's own abort terminates a worker whose task is running; this lets a running sandbox
- * stop cleanly instead, and a queued task be skipped when a worker picks it up.
+ * state (int32 at 0), the thread id of the worker that took the task (int32 at 4), when it started
+ * the task (float64 epoch ms at 8), the call's time limit once the worker knows it (float64 ms at 16)
+ * and its request id (int32 length at 24, ASCII from 28; ids are at most 128 characters of
+ * [A-Za-z0-9._:-] or a UUID). A wire call is decoded in the worker, so the watchdog and the answer for a
+ * call whose worker had to be stopped learn its limit and id from here. Piscina's own abort terminates
+ * a worker whose task is running; this lets a running sandbox stop cleanly instead, and a queued task be
+ * skipped when a worker picks it up.
  *
  * States: QUEUED → RUNNING → DONE; QUEUED → CANCELLED (skipped when a worker picks it up);
  * RUNNING → STOPPING (the sandbox stops at its next check) → DONE.
@@ -19,8 +23,30 @@ export function isStarted(flag: Int32Array): boolean {
   return state === RUNNING || state === STOPPING;
 }
 
+const REQUEST_ID_AT = 28;
+const REQUEST_ID_MAX = 128;
+
 export function createCancelFlag(): Int32Array {
-  return new Int32Array(new SharedArrayBuffer(16));
+  return new Int32Array(new SharedArrayBuffer(REQUEST_ID_AT + REQUEST_ID_MAX + 4));
+}
+
+/** Worker: records the call's time limit and request id once the request is decoded. */
+export function describeTask(flag: Int32Array, timeoutMs: number, requestId: string): void {
+  new Float64Array(flag.buffer, 16, 1)[0] = timeoutMs;
+  const bytes = new Uint8Array(flag.buffer, REQUEST_ID_AT, REQUEST_ID_MAX);
+  const { written } = new TextEncoder().encodeInto(requestId.slice(0, REQUEST_ID_MAX), bytes);
+  Atomics.store(flag, 6, written);
+}
+
+/** The call's time limit in ms, 0 until the worker has decoded the request. */
+export function timeLimitOf(flag: Int32Array): number {
+  return new Float64Array(flag.buffer, 16, 1)[0]!;
+}
+
+/** The call's request id, '' until the worker has decoded the request. */
+export function requestIdOf(flag: Int32Array): string {
+  const length = Atomics.load(flag, 6);
+  return new TextDecoder().decode(new Uint8Array(flag.buffer, REQUEST_ID_AT, length).slice());
 }
 
 /** The thread id of the worker running the task, 0 before it started. */

@@ -1,10 +1,19 @@
 import { Piscina } from 'piscina';
 import type { PoolConfig } from '../../src/config/runner-config.js';
 import type { SandboxOutcome, SandboxRequest } from '../sandbox/index.js';
-import { createCancelFlag, isStarted, requestCancel, runningOn, startedAt } from './cancel-flag.js';
+import { encodeExecuteResponse, type WireEncoding } from '../wire/execute-response.js';
+import {
+  createCancelFlag,
+  isStarted,
+  requestCancel,
+  requestIdOf,
+  runningOn,
+  startedAt,
+  timeLimitOf,
+} from './cancel-flag.js';
 import { LatencyWindow } from './latency-window.js';
 import { PoolCancelledError, PoolClosedError, PoolFullError, PoolInternalError } from './pool-errors.js';
-import type { WorkerReply, WorkerSetup, WorkerTask } from './worker-task.js';
+import type { WireReply, WorkerReply, WorkerSetup, WorkerTask } from './worker-task.js';
 
 export interface PoolStatus {
   workers: number;
@@ -23,9 +32,30 @@ export interface ExecuteResult {
   queueTimeMs: number;
 }
 
+/** One Execute call as it came off the wire (see {@link RunnerPool.executeWire}). */
+export interface WireCall {
+  /** The encoded ExecuteRequest, in an ArrayBuffer of its own: it is transferred to the worker. */
+  body: Uint8Array;
+  encoding: WireEncoding;
+  /** Answer with the 5-byte gRPC message header in front of the response. */
+  grpcFramed: boolean;
+  /** The client's deadline (`performance.timeOrigin + performance.now()` clock), if any. */
+  deadlineAt?: number | undefined;
+  /** Also hand back the result's JSON text (`WireAnswer.resultJson`). */
+  withResultJson?: boolean;
+}
+
+export type { WireAnswer, WireInvalid, WireReply } from './worker-task.js';
+
 export interface RunnerPool {
   /** Runs one call. Rejects with PoolFullError, PoolCancelledError, PoolInternalError or PoolClosedError. */
   execute(request: SandboxRequest, signal?: AbortSignal): Promise<ExecuteResult>;
+  /**
+   * Runs one call given as the bytes of an ExecuteRequest and answers with the bytes of its
+   * ExecuteResponse: the worker decodes, validates (a refusal resolves as `status: 'invalid'`), runs and
+   * encodes. `call.body`'s buffer is transferred (detached here). Rejects like {@link execute}.
+   */
+  executeWire(call: WireCall, signal?: AbortSignal): Promise<WireReply>;
   status(): PoolStatus;
   /** Waits for running calls (up to `timeoutMs`), then stops the workers. */
   close(timeoutMs?: number): Promise<void>;
@@ -48,12 +78,26 @@ const SANDBOX_STACK_BYTES = 1024 * 1024;
 const HARD_STOP_GRACE_MS = 1000;
 const WATCHDOG_INTERVAL_MS = 250;
 
+/** What a pool that serves wire calls needs beyond PoolConfig: the request size limits. */
+export interface RunnerPoolOptions {
+  /** Largest `code` of a wire call, in bytes of UTF-8 (RunnerConfig.maxCodeBytes). */
+  maxCodeBytes: number;
+  /** Largest `input` + `auth` of a wire call, as JSON bytes (RunnerConfig.maxInputBytes). */
+  maxInputBytes: number;
+}
+
+/** A pool made for sandbox requests only (`ldbox run`) refuses every wire call. */
+const NO_WIRE_CALLS: RunnerPoolOptions = { maxCodeBytes: 0, maxInputBytes: 0 };
+
+/** How a call ended, whatever its kind: the reply, or the call's worker was stopped past its deadline. */
+type Settled = { reply: WorkerReply } | { hardStopped: true; timeoutMs: number; requestId: string };
+
 /**
  * The pool of sandbox workers (Piscina). Each call is a task with a shared-memory cancel flag, so a
  * caller's cancellation or deadline stops its sandbox without terminating the worker. A worker that
  * dies (a crash, its heap limit) is replaced by Piscina; only its own calls fail.
  */
-export function createRunnerPool(config: PoolConfig): RunnerPool {
+export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions = NO_WIRE_CALLS): RunnerPool {
   const setup: WorkerSetup = {
     limits: {
       maxResultBytes: config.maxResultBytes,
@@ -68,6 +112,17 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
       maxCallsPerModule: 5000,
     },
     defaultMemoryBytes: config.defaultMemoryBytes,
+    requests: {
+      maxCodeBytes: options.maxCodeBytes,
+      maxInputBytes: options.maxInputBytes,
+      pool: {
+        defaultTimeoutMs: config.defaultTimeoutMs,
+        maxTimeoutMs: config.maxTimeoutMs,
+        defaultMemoryBytes: config.defaultMemoryBytes,
+        maxMemoryBytes: config.maxMemoryBytes,
+        minMemoryBytes: config.minMemoryBytes,
+      },
+    },
   };
   const piscina = new Piscina<WorkerTask, WorkerReply>({
     filename: new URL('./worker.js', import.meta.url).href,
@@ -79,6 +134,8 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
     // The default 'sync' mode parks an idle worker in Atomics.wait; 'disabled' keeps its event loop
     // running, which the per-call cancel wait and timers rely on.
     atomics: 'disabled',
+    // Piscina's run/wait histograms are not read (GetPoolStatus keeps its own window).
+    recordTiming: false,
     workerData: setup,
     resourceLimits: { stackSizeMb: WORKER_STACK_MB, maxOldGenerationSizeMb: config.workerHeapMb },
   });
@@ -92,12 +149,14 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
   // Every call not yet answered, by its cancel flag; a started flag is a call a worker holds.
   // Piscina's queueSize misses tasks posted to a worker that has not picked them up yet
   // (seen for seconds while a worker starts on a loaded machine), so "busy" is read from the flags.
+  // The time limit of a wire call is known once its worker decoded it (timeLimitOf, 0 before).
   const inFlight = new Map<Int32Array, { timeoutMs: number; hardStopped: boolean }>();
   const watchdog = setInterval(() => {
     const now = performance.timeOrigin + performance.now();
     for (const [flag, call] of inFlight) {
       const since = startedAt(flag);
-      if (call.hardStopped || !isStarted(flag) || since === 0 || now <= since + call.timeoutMs + HARD_STOP_GRACE_MS) continue;
+      const timeoutMs = call.timeoutMs || timeLimitOf(flag);
+      if (call.hardStopped || !isStarted(flag) || since === 0 || timeoutMs === 0 || now <= since + timeoutMs + HARD_STOP_GRACE_MS) continue;
       const worker = piscina.threads.find((w) => w.threadId === runningOn(flag));
       if (!worker) continue;
       call.hardStopped = true;
@@ -110,18 +169,27 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
   let closing = false;
   const latency = new LatencyWindow();
 
-  async function execute(request: SandboxRequest, signal?: AbortSignal): Promise<ExecuteResult> {
+  /**
+   * Runs one task to its end. Counts it as completed when it produced an answer for the caller (an
+   * outcome, a refusal of the request, or a timeout after a hard stop), as failed otherwise.
+   */
+  async function runTask(
+    build: (cancelFlag: Int32Array, submittedAt: number) => WorkerTask,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+    transferList: ArrayBuffer[],
+  ): Promise<Settled> {
     if (closing) throw new PoolClosedError('the runner is shutting down');
     if (signal?.aborted) throw new PoolCancelledError('the call was cancelled before it started');
     const cancelFlag = createCancelFlag();
     const onAbort = () => requestCancel(cancelFlag);
     signal?.addEventListener('abort', onAbort, { once: true });
     const started = performance.now();
-    const entry = { timeoutMs: request.timeoutMs, hardStopped: false };
+    const entry = { timeoutMs, hardStopped: false };
     inFlight.set(cancelFlag, entry);
     let reply: WorkerReply;
     try {
-      reply = await piscina.run({ request, cancelFlag, submittedAt: performance.timeOrigin + performance.now() });
+      reply = await piscina.run(build(cancelFlag, performance.timeOrigin + started), { transferList });
     } catch (err) {
       if (entry.hardStopped) {
         if (signal?.aborted) {
@@ -130,7 +198,7 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
         }
         completed++;
         latency.record(performance.now() - started);
-        return { outcome: stuckPastDeadline(request, performance.now() - started), queueTimeMs: 0 };
+        return { hardStopped: true, timeoutMs: entry.timeoutMs || timeLimitOf(cancelFlag), requestId: requestIdOf(cancelFlag) };
       }
       failed++;
       if (err instanceof Error && err.message === 'Task queue is at limit') {
@@ -151,11 +219,60 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
     }
     completed++;
     latency.record(performance.now() - started);
-    return { outcome: reply.outcome, queueTimeMs: reply.queueTimeMs };
+    return { reply };
+  }
+
+  async function execute(request: SandboxRequest, signal?: AbortSignal): Promise<ExecuteResult> {
+    const settled = await runTask(
+      (cancelFlag, submittedAt) => ({ kind: 'sandbox', request, cancelFlag, submittedAt }),
+      request.timeoutMs,
+      signal,
+      [],
+    );
+    if ('hardStopped' in settled) {
+      return { outcome: stuckPastDeadline(request.requestId, request.timeoutMs, performance.now()), queueTimeMs: 0 };
+    }
+    if (settled.reply.status !== 'done') throw new PoolInternalError(`unexpected reply ${settled.reply.status}`);
+    return { outcome: settled.reply.outcome, queueTimeMs: settled.reply.queueTimeMs };
+  }
+
+  async function executeWire(call: WireCall, signal?: AbortSignal): Promise<WireReply> {
+    const started = performance.now();
+    const settled = await runTask(
+      (cancelFlag, submittedAt) => ({
+        kind: 'wire',
+        body: call.body,
+        encoding: call.encoding,
+        grpcFramed: call.grpcFramed,
+        deadlineAt: call.deadlineAt,
+        withResultJson: call.withResultJson ?? false,
+        cancelFlag,
+        submittedAt,
+      }),
+      0,
+      signal,
+      [call.body.buffer as ArrayBuffer],
+    );
+    if ('hardStopped' in settled) {
+      // The worker and the call's logs are gone; the answer is a timeout, encoded here (it is small).
+      const outcome = stuckPastDeadline(settled.requestId, settled.timeoutMs, performance.now() - started);
+      return {
+        status: 'answered',
+        body: encodeExecuteResponse(outcome, 0, call.encoding, call.grpcFramed),
+        requestId: settled.requestId,
+        outcome: 'error',
+        deadlineExceeded: false,
+        queueTimeMs: 0,
+      };
+    }
+    const reply = settled.reply;
+    if (reply.status !== 'answered' && reply.status !== 'invalid') throw new PoolInternalError(`unexpected reply ${reply.status}`);
+    return reply;
   }
 
   return {
     execute,
+    executeWire,
     status: () => {
       let busy = 0;
       for (const flag of inFlight.keys()) if (isStarted(flag)) busy++;
@@ -185,13 +302,13 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
 }
 
 /** The outcome of a call whose worker had to be terminated: its logs went with the worker. */
-function stuckPastDeadline(request: SandboxRequest, wallTimeMs: number): SandboxOutcome {
+function stuckPastDeadline(requestId: string, timeoutMs: number, wallTimeMs: number): SandboxOutcome {
   return {
-    requestId: request.requestId,
+    requestId,
     error: {
       kind: 'timeout',
       name: 'TimeoutError',
-      message: `the code ran longer than its ${request.timeoutMs} ms limit (it was stuck in a built-in and its worker was stopped)`,
+      message: `the code ran longer than its ${timeoutMs} ms limit (it was stuck in a built-in and its worker was stopped)`,
       stack: '',
     },
     logs: [],
