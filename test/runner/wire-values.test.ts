@@ -24,7 +24,7 @@ import {
 import { ExecuteRequestSchema, ExecuteResponseSchema, ResultKind } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { connectError, grpcError, startTestRunner } from '../helpers/runner-harness.js';
 
-const runner = await startTestRunner();
+const runner = await startTestRunner({ LDBOX_MAX_CODE_BYTES: '4096', LDBOX_MAX_INPUT_BYTES: '1024' });
 t.teardown(() => runner.close());
 
 /** An object whose `__proto__` key is data (JSON.parse defines keys; an object literal would not). */
@@ -178,4 +178,18 @@ t.test('a response read by the generated schema is still well-formed', async (t)
   const res = fromBinary(ExecuteResponseSchema, bytes);
   t.equal(res.error, undefined, 'no error');
   t.ok(res.result?.kind.case === 'structValue', 'a struct');
+});
+
+t.test('Connect unary: a body over the limit, and a truncated one', async (t) => {
+  // This runner's limit: 4096 of code + 2 × 1024 of input + 64 KiB (execute-route.ts).
+  const max = 4096 + 2 * 1024 + 64 * 1024;
+  const body = JSON.stringify({ code: `return 1 // ${'x'.repeat(max)}` });
+  const big = await connectJson(body);
+  t.equal(big.status, 429, 'HTTP 429');
+  t.same(JSON.parse(big.text), { code: 'resource_exhausted', message: `the request message is ${Buffer.byteLength(body)} bytes, over the limit of ${max} bytes` });
+  const cut = await connectJson('{"code":"return 1"');
+  t.equal(cut.status, 400, 'a JSON body cut short: HTTP 400');
+  t.match(JSON.parse(cut.text), { code: 'invalid_argument', message: /^cannot decode message ldbox\.runner\.v1\.ExecuteRequest from JSON/ });
+  const ok = await connectJson('{"code":"return 1"}');
+  t.equal(ok.status, 200, 'the next call on the runner succeeds');
 });
