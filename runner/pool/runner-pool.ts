@@ -41,8 +41,6 @@ export interface WireCall {
   grpcFramed: boolean;
   /** The client's deadline (`performance.timeOrigin + performance.now()` clock), if any. */
   deadlineAt?: number | undefined;
-  /** Also hand back the result's JSON text (`WireAnswer.resultJson`). */
-  withResultJson?: boolean;
 }
 
 export type { WireAnswer, WireInvalid, WireReply } from './worker-task.js';
@@ -256,7 +254,6 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
         encoding: call.encoding,
         grpcFramed: call.grpcFramed,
         deadlineAt: call.deadlineAt,
-        withResultJson: call.withResultJson ?? false,
         cancelFlag,
         submittedAt,
       }),

@@ -38,8 +38,6 @@ export interface WireTask extends TaskBase {
   grpcFramed: boolean;
   /** The client's deadline, epoch ms (`performance.timeOrigin + performance.now()` clock). */
   deadlineAt: number | undefined;
-  /** Also send the result's JSON text back (connect-node's path rebuilds the message from it). */
-  withResultJson: boolean;
 }
 
 export type WorkerTask = SandboxTask | WireTask;
@@ -59,7 +57,6 @@ export interface WireAnswer {
   queueTimeMs: number;
   /** A host-side failure of a built-in, for the operator's log; never sent to the caller. */
   internalFault?: string;
-  resultJson?: string;
 }
 
 /** The request itself was refused (undecodable or against the limits): INVALID_ARGUMENT with `message`. */

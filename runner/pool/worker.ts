@@ -84,7 +84,6 @@ async function runWire(task: WireTask, started: Started, now: number, queueTimeM
     queueTimeMs,
   };
   if (outcome.internalFault !== undefined) answer.internalFault = outcome.internalFault;
-  if (task.withResultJson && outcome.resultJson !== undefined) answer.resultJson = outcome.resultJson;
   return move({ [transferableSymbol]: body.buffer, [valueSymbol]: answer });
 }
 

@@ -13,7 +13,7 @@ import { toExecuteResponse } from '../wire/execute-response.js';
  * gRPC codes are for the call's own faults, one code per failure (see runner.proto).
  *
  * Execute here is the path for what the runner's own routes (execute-route.ts) leave to connect-node:
- * gRPC-Web, compressed requests, Connect GET. It hands the pool a decoded request (an object graph);
+ * gRPC-Web, gRPC+JSON and compressed requests. It hands the pool a decoded request (an object graph);
  * protobuf-es has already dropped any `__proto__` key of `input` and `auth` and read an unknown enum name
  * in JSON as unset, which the runner's own routes do not.
  */
