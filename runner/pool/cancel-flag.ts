@@ -1,8 +1,14 @@
 /**
  * A cancellation channel between the pool (main thread) and a task in a worker, in shared memory: the
- * state (int32 at 0), the thread id of the worker that took the task (int32 at 4) and when it started
- * the task (float64 epoch ms at 8). Piscina's own abort terminates a worker whose task is running; this lets a running sandbox
- * stop cleanly instead, and a queued task be skipped when a worker picks it up.
+ * state (int32 at 0), the thread id of the worker that took the task (int32 at 4), when it started
+ * the task (float64 epoch ms at 8), the call's time limit once the worker knows it (float64 ms at 16)
+ * and its request id (int32 length at 24, ASCII from 28; ids are at most 128 characters of
+ * [A-Za-z0-9._:-] or a UUID), whether the call has started host work (int32 at 156: after that it
+ * may have had effects outside, so it is never run again) and a hash of its code (int32 at 160, for
+ * the hard-stop penalty, see hard-stop-penalty.ts). A wire call is decoded in the worker, so the watchdog and the answer for a
+ * call whose worker had to be stopped learn its limit and id from here. Piscina's own abort terminates
+ * a worker whose task is running; this lets a running sandbox stop cleanly instead, and a queued task be
+ * skipped when a worker picks it up.
  *
  * States: QUEUED → RUNNING → DONE; QUEUED → CANCELLED (skipped when a worker picks it up);
  * RUNNING → STOPPING (the sandbox stops at its next check) → DONE.
@@ -19,8 +25,44 @@ export function isStarted(flag: Int32Array): boolean {
   return state === RUNNING || state === STOPPING;
 }
 
+const REQUEST_ID_AT = 28;
+const REQUEST_ID_MAX = 128;
+
+const HOST_WORK = (REQUEST_ID_AT + REQUEST_ID_MAX) / 4;
+const CODE_HASH = HOST_WORK + 1;
+
 export function createCancelFlag(): Int32Array {
-  return new Int32Array(new SharedArrayBuffer(16));
+  return new Int32Array(new SharedArrayBuffer((CODE_HASH + 1) * 4));
+}
+
+/** Worker: records the call's time limit, request id and code hash once the request is decoded. */
+export function describeTask(flag: Int32Array, timeoutMs: number, requestId: string, codeHash: number): void {
+  Atomics.store(flag, CODE_HASH, codeHash);
+  new Float64Array(flag.buffer, 16, 1)[0] = timeoutMs;
+  const bytes = new Uint8Array(flag.buffer, REQUEST_ID_AT, REQUEST_ID_MAX);
+  const { written } = new TextEncoder().encodeInto(requestId.slice(0, REQUEST_ID_MAX), bytes);
+  Atomics.store(flag, 6, written);
+}
+
+/** The call's time limit in ms, 0 until the worker has decoded the request. */
+export function timeLimitOf(flag: Int32Array): number {
+  return new Float64Array(flag.buffer, 16, 1)[0]!;
+}
+
+/** The call's request id, '' until the worker has decoded the request. */
+export function requestIdOf(flag: Int32Array): string {
+  const length = Atomics.load(flag, 6);
+  return new TextDecoder().decode(new Uint8Array(flag.buffer, REQUEST_ID_AT, length).slice());
+}
+
+/** Whether the call has started host work (then it is not run again after losing its worker). */
+export function startedHostWork(flag: Int32Array): boolean {
+  return Atomics.load(flag, HOST_WORK) === 1;
+}
+
+/** The hash of the call's code (see describeTask), 0 until the worker has decoded the request. */
+export function codeHashOf(flag: Int32Array): number {
+  return Atomics.load(flag, CODE_HASH);
 }
 
 /** The thread id of the worker running the task, 0 before it started. */
@@ -47,7 +89,7 @@ export function requestCancel(flag: Int32Array): void {
 export function startTask(
   flag: Int32Array,
   threadId: number,
-): { signal: AbortSignal; isCancelled: () => boolean; finish: () => void } | undefined {
+): { signal: AbortSignal; isCancelled: () => boolean; hostWorkStarted: () => void; finish: () => void } | undefined {
   new Float64Array(flag.buffer, 8, 1)[0] = performance.timeOrigin + performance.now();
   Atomics.store(flag, 1, threadId);
   if (Atomics.compareExchange(flag, 0, QUEUED, RUNNING) !== QUEUED) return undefined;
@@ -63,6 +105,7 @@ export function startTask(
   return {
     signal: controller.signal,
     isCancelled: () => Atomics.load(flag, 0) === STOPPING,
+    hostWorkStarted: () => Atomics.store(flag, HOST_WORK, 1),
     finish: () => {
       // RUNNING or STOPPING → DONE; the notify ends this task's own pending wait.
       Atomics.store(flag, 0, DONE);

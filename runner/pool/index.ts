@@ -1,2 +1,13 @@
-export { createRunnerPool, type RunnerPool, type PoolStatus, type ExecuteResult } from './runner-pool.js';
-export { PoolCancelledError, PoolClosedError, PoolFullError, PoolInternalError } from './pool-errors.js';
+export {
+  createRunnerPool,
+  type RunnerPool,
+  type RunnerPoolOptions,
+  type PoolStatus,
+  type ExecuteResult,
+  type WireCall,
+  type WireAnswer,
+  type WireInvalid,
+  type WireReply,
+} from './runner-pool.js';
+export { PoolCancelledError, PoolClosedError,
+  PoolUnavailableError, PoolFullError, PoolInternalError } from './pool-errors.js';

@@ -19,3 +19,11 @@ export class PoolInternalError extends Error {
 export class PoolClosedError extends Error {
   override readonly name = 'PoolClosedError';
 }
+
+/**
+ * The call lost its worker (stopped because another call on it was stuck, or crashed) and could not be
+ * run again safely (UNAVAILABLE: the caller may retry).
+ */
+export class PoolUnavailableError extends Error {
+  override readonly name = 'PoolUnavailableError';
+}

@@ -1,11 +1,23 @@
 import { Piscina } from 'piscina';
 import type { PoolConfig } from '../../src/config/runner-config.js';
 import type { SandboxOutcome, SandboxRequest } from '../sandbox/index.js';
-import { createCancelFlag, isStarted, requestCancel, runningOn, startedAt } from './cancel-flag.js';
+import { encodeExecuteResponse, type WireEncoding } from '../wire/execute-response.js';
+import {
+  codeHashOf,
+  startedHostWork,
+  createCancelFlag,
+  isStarted,
+  requestCancel,
+  requestIdOf,
+  runningOn,
+  startedAt,
+  timeLimitOf,
+} from './cancel-flag.js';
 import { LatencyWindow } from './latency-window.js';
 import { ActivityBoard, createActivityBalancer, createActivityBoardMemory } from './worker-activity.js';
-import { PoolCancelledError, PoolClosedError, PoolFullError, PoolInternalError } from './pool-errors.js';
-import type { WorkerReply, WorkerSetup, WorkerTask } from './worker-task.js';
+import { PoolCancelledError, PoolClosedError, PoolFullError, PoolInternalError, PoolUnavailableError } from './pool-errors.js';
+import { createPenaltyTableMemory, PenaltyTable } from './hard-stop-penalty.js';
+import type { WireReply, WorkerReply, WorkerSetup, WorkerTask } from './worker-task.js';
 
 export interface PoolStatus {
   workers: number;
@@ -24,9 +36,28 @@ export interface ExecuteResult {
   queueTimeMs: number;
 }
 
+/** One Execute call as it came off the wire (see {@link RunnerPool.executeWire}). */
+export interface WireCall {
+  /** The encoded ExecuteRequest, in an ArrayBuffer of its own: it is transferred to the worker. */
+  body: Uint8Array;
+  encoding: WireEncoding;
+  /** Answer with the 5-byte gRPC message header in front of the response. */
+  grpcFramed: boolean;
+  /** The client's deadline (`performance.timeOrigin + performance.now()` clock), if any. */
+  deadlineAt?: number | undefined;
+}
+
+export type { WireAnswer, WireInvalid, WireReply } from './worker-task.js';
+
 export interface RunnerPool {
   /** Runs one call. Rejects with PoolFullError, PoolCancelledError, PoolInternalError or PoolClosedError. */
   execute(request: SandboxRequest, signal?: AbortSignal): Promise<ExecuteResult>;
+  /**
+   * Runs one call given as the bytes of an ExecuteRequest and answers with the bytes of its
+   * ExecuteResponse: the worker decodes, validates (a refusal resolves as `status: 'invalid'`), runs and
+   * encodes. `call.body`'s buffer is transferred (detached here). Rejects like {@link execute}.
+   */
+  executeWire(call: WireCall, signal?: AbortSignal): Promise<WireReply>;
   status(): PoolStatus;
   /** Waits for running calls (up to `timeoutMs`), then stops the workers. */
   close(timeoutMs?: number): Promise<void>;
@@ -47,18 +78,42 @@ const SANDBOX_STACK_BYTES = 1024 * 1024;
  * Piscina gives no further tasks to a worker running an abortable one (no concurrency per worker).
  */
 const HARD_STOP_GRACE_MS = 1000;
+/**
+ * A worker's JavaScript garbage per call is small (the sandbox lives in WebAssembly memory), yet V8 lets
+ * a busy thread's young generation grow to tens of MiB: under load each worker's RSS rose by ~30 MiB
+ * over the first ~30k calls and then stayed. 8 MiB kept the runner's RSS within ~12 % from 1k to 60k
+ * calls with no measurable cost in calls/s; 4 MiB cost CPU (more scavenges). bench/execute.ts (c).
+ */
+const WORKER_YOUNG_GENERATION_MB = 8;
 const WATCHDOG_INTERVAL_MS = 250;
+
+/** What a pool that serves wire calls needs beyond PoolConfig: the request size limits. */
+export interface RunnerPoolOptions {
+  /** Largest `code` of a wire call, in bytes of UTF-8 (RunnerConfig.maxCodeBytes). */
+  maxCodeBytes: number;
+  /** Largest `input` + `auth` of a wire call, as JSON bytes (RunnerConfig.maxInputBytes). */
+  maxInputBytes: number;
+}
+
+/** A pool made for sandbox requests only (`ldbox run`) refuses every wire call. */
+const NO_WIRE_CALLS: RunnerPoolOptions = { maxCodeBytes: 0, maxInputBytes: 0 };
+
+/** How a call ended, whatever its kind: the reply, or the call's worker was stopped past its deadline. */
+type Settled = { reply: WorkerReply } | { hardStopped: true; timeoutMs: number; requestId: string };
 
 /**
  * The pool of sandbox workers (Piscina). Each call is a task with a shared-memory cancel flag, so a
  * caller's cancellation or deadline stops its sandbox without terminating the worker. A worker that
  * dies (a crash, its heap limit) is replaced by Piscina; only its own calls fail.
  */
-export function createRunnerPool(config: PoolConfig): RunnerPool {
+export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions = NO_WIRE_CALLS): RunnerPool {
   const activity = createActivityBoardMemory();
   const board = new ActivityBoard(activity);
+  const penaltyMemory = createPenaltyTableMemory();
+  const penalties = new PenaltyTable(penaltyMemory);
   const setup: WorkerSetup = {
     activity,
+    penalties: penaltyMemory,
     limits: {
       maxResultBytes: config.maxResultBytes,
       maxLogEntries: config.maxLogEntries,
@@ -72,6 +127,17 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
       maxCallsPerModule: 5000,
     },
     defaultMemoryBytes: config.defaultMemoryBytes,
+    requests: {
+      maxCodeBytes: options.maxCodeBytes,
+      maxInputBytes: options.maxInputBytes,
+      pool: {
+        defaultTimeoutMs: config.defaultTimeoutMs,
+        maxTimeoutMs: config.maxTimeoutMs,
+        defaultMemoryBytes: config.defaultMemoryBytes,
+        maxMemoryBytes: config.maxMemoryBytes,
+        minMemoryBytes: config.minMemoryBytes,
+      },
+    },
   };
   const piscina = new Piscina<WorkerTask, WorkerReply>({
     filename: new URL('./worker.js', import.meta.url).href,
@@ -85,8 +151,14 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
     // The default 'sync' mode parks an idle worker in Atomics.wait; 'disabled' keeps its event loop
     // running, which the per-call cancel wait and timers rely on.
     atomics: 'disabled',
+    // Piscina's run/wait histograms are not read (GetPoolStatus keeps its own window).
+    recordTiming: false,
     workerData: setup,
-    resourceLimits: { stackSizeMb: WORKER_STACK_MB, maxOldGenerationSizeMb: config.workerHeapMb },
+    resourceLimits: {
+      stackSizeMb: WORKER_STACK_MB,
+      maxOldGenerationSizeMb: config.workerHeapMb,
+      maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB,
+    },
   });
   // A worker that dies (crash, heap limit, a hard stop) is destroyed and Piscina starts another.
   let workersReplaced = 0;
@@ -99,70 +171,149 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
   // Every call not yet answered, by its cancel flag; a started flag is a call a worker holds.
   // Piscina's queueSize misses tasks posted to a worker that has not picked them up yet
   // (seen for seconds while a worker starts on a loaded machine), so "busy" is read from the flags.
+  // The time limit of a wire call is known once its worker decoded it (timeLimitOf, 0 before).
   const inFlight = new Map<Int32Array, { timeoutMs: number; hardStopped: boolean }>();
   const watchdog = setInterval(() => {
     const now = performance.timeOrigin + performance.now();
     for (const [flag, call] of inFlight) {
       const since = startedAt(flag);
-      if (call.hardStopped || !isStarted(flag) || since === 0 || now <= since + call.timeoutMs + HARD_STOP_GRACE_MS) continue;
+      const timeoutMs = call.timeoutMs || timeLimitOf(flag);
+      if (call.hardStopped || !isStarted(flag) || since === 0 || timeoutMs === 0 || now <= since + timeoutMs + HARD_STOP_GRACE_MS) continue;
       const worker = piscina.threads.find((w) => w.threadId === runningOn(flag));
       if (!worker) continue;
       call.hardStopped = true;
+      penalties.recordHardStop(codeHashOf(flag));
       void worker.terminate();
     }
   }, WATCHDOG_INTERVAL_MS);
   watchdog.unref();
   let completed = 0;
+  let rerun = 0;
   let failed = 0;
   let closing = false;
   const latency = new LatencyWindow();
 
-  async function execute(request: SandboxRequest, signal?: AbortSignal): Promise<ExecuteResult> {
+  /**
+   * Runs one task to its end. Counts it as completed when it produced an answer for the caller (an
+   * outcome, a refusal of the request, or a timeout after a hard stop), as failed otherwise.
+   *
+   * A call whose worker is lost under it (stopped because another call on it was stuck, or crashed) is
+   * run again on another worker if it had not started host work: until then it had no effect outside
+   * the sandbox, so the caller cannot tell. Otherwise, or when it loses a second worker, it fails with
+   * UNAVAILABLE: the caller may retry if the call's effects allow.
+   */
+  async function runTask(build: (cancelFlag: Int32Array, submittedAt: number) => WorkerTask, timeoutMs: number, signal: AbortSignal | undefined): Promise<Settled> {
     if (closing) throw new PoolClosedError('the runner is shutting down');
     if (signal?.aborted) throw new PoolCancelledError('the call was cancelled before it started');
-    const cancelFlag = createCancelFlag();
-    const onAbort = () => requestCancel(cancelFlag);
-    signal?.addEventListener('abort', onAbort, { once: true });
     const started = performance.now();
-    const entry = { timeoutMs: request.timeoutMs, hardStopped: false };
-    inFlight.set(cancelFlag, entry);
-    let reply: WorkerReply;
-    try {
-      reply = await piscina.run({ request, cancelFlag, submittedAt: performance.timeOrigin + performance.now() });
-    } catch (err) {
-      if (entry.hardStopped) {
+    for (let attempt = 1; ; attempt++) {
+      const cancelFlag = createCancelFlag();
+      const onAbort = () => requestCancel(cancelFlag);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const entry = { timeoutMs, hardStopped: false };
+      inFlight.set(cancelFlag, entry);
+      let reply: WorkerReply;
+      try {
+        reply = await piscina.run(build(cancelFlag, performance.timeOrigin + started));
+      } catch (err) {
         if (signal?.aborted) {
           failed++;
           throw new PoolCancelledError('the call was cancelled');
         }
-        completed++;
-        latency.record(performance.now() - started);
-        return { outcome: stuckPastDeadline(request, performance.now() - started), queueTimeMs: 0 };
+        if (entry.hardStopped) {
+          completed++;
+          latency.record(performance.now() - started);
+          return { hardStopped: true, timeoutMs: entry.timeoutMs || timeLimitOf(cancelFlag), requestId: requestIdOf(cancelFlag) };
+        }
+        if (err instanceof Error && err.message === 'Task queue is at limit') {
+          failed++;
+          throw new PoolFullError(`the runner's queue is full (${config.maxQueue} calls waiting): retry later`);
+        }
+        if (closing) {
+          failed++;
+          throw new PoolClosedError('the runner shut down during the call', { cause: err });
+        }
+        if (attempt === 1 && !startedHostWork(cancelFlag)) {
+          rerun++;
+          continue;
+        }
+        failed++;
+        throw new PoolUnavailableError(
+          startedHostWork(cancelFlag)
+            ? 'the call lost its sandbox worker (stopped for another call or crashed) after it had started host work (ld.request, ld.wait, …), so it was not run again: retry if its effects allow'
+            : 'the call lost its sandbox worker twice: retry later',
+          { cause: err },
+        );
+      } finally {
+        inFlight.delete(cancelFlag);
+        signal?.removeEventListener('abort', onAbort);
       }
-      failed++;
-      if (err instanceof Error && err.message === 'Task queue is at limit') {
-        throw new PoolFullError(`the runner's queue is full (${config.maxQueue} calls waiting): retry later`);
+      if (reply.status === 'cancelled') {
+        failed++;
+        throw new PoolCancelledError('the call was cancelled');
       }
-      throw new PoolInternalError('a sandbox worker failed during the call', { cause: err });
-    } finally {
-      inFlight.delete(cancelFlag);
-      signal?.removeEventListener('abort', onAbort);
+      if (reply.status === 'throttled') {
+        failed++;
+        throw new PoolFullError(reply.message);
+      }
+      if (reply.status === 'internal') {
+        failed++;
+        throw new PoolInternalError(reply.message);
+      }
+      completed++;
+      latency.record(performance.now() - started);
+      return { reply };
     }
-    if (reply.status === 'cancelled') {
-      failed++;
-      throw new PoolCancelledError('the call was cancelled');
+  }
+
+  async function execute(request: SandboxRequest, signal?: AbortSignal): Promise<ExecuteResult> {
+    const settled = await runTask(
+      (cancelFlag, submittedAt) => ({ kind: 'sandbox', request, cancelFlag, submittedAt }),
+      request.timeoutMs,
+      signal,
+    );
+    if ('hardStopped' in settled) {
+      return { outcome: stuckPastDeadline(request.requestId, request.timeoutMs, performance.now()), queueTimeMs: 0 };
     }
-    if (reply.status === 'internal') {
-      failed++;
-      throw new PoolInternalError(reply.message);
+    if (settled.reply.status !== 'done') throw new PoolInternalError(`unexpected reply ${settled.reply.status}`);
+    return { outcome: settled.reply.outcome, queueTimeMs: settled.reply.queueTimeMs };
+  }
+
+  async function executeWire(call: WireCall, signal?: AbortSignal): Promise<WireReply> {
+    const started = performance.now();
+    const settled = await runTask(
+      (cancelFlag, submittedAt) => ({
+        kind: 'wire',
+        body: call.body,
+        encoding: call.encoding,
+        grpcFramed: call.grpcFramed,
+        deadlineAt: call.deadlineAt,
+        cancelFlag,
+        submittedAt,
+      }),
+      0,
+      signal,
+    );
+    if ('hardStopped' in settled) {
+      // The worker and the call's logs are gone; the answer is a timeout, encoded here (it is small).
+      const outcome = stuckPastDeadline(settled.requestId, settled.timeoutMs, performance.now() - started);
+      return {
+        status: 'answered',
+        body: encodeExecuteResponse(outcome, 0, call.encoding, call.grpcFramed),
+        requestId: settled.requestId,
+        outcome: 'error',
+        deadlineExceeded: false,
+        queueTimeMs: 0,
+      };
     }
-    completed++;
-    latency.record(performance.now() - started);
-    return { outcome: reply.outcome, queueTimeMs: reply.queueTimeMs };
+    const reply = settled.reply;
+    if (reply.status !== 'answered' && reply.status !== 'invalid') throw new PoolInternalError(`unexpected reply ${reply.status}`);
+    return reply;
   }
 
   return {
     execute,
+    executeWire,
     status: () => {
       let busy = 0;
       for (const flag of inFlight.keys()) if (isStarted(flag)) busy++;
@@ -192,13 +343,13 @@ export function createRunnerPool(config: PoolConfig): RunnerPool {
 }
 
 /** The outcome of a call whose worker had to be terminated: its logs went with the worker. */
-function stuckPastDeadline(request: SandboxRequest, wallTimeMs: number): SandboxOutcome {
+function stuckPastDeadline(requestId: string, timeoutMs: number, wallTimeMs: number): SandboxOutcome {
   return {
-    requestId: request.requestId,
+    requestId,
     error: {
       kind: 'timeout',
       name: 'TimeoutError',
-      message: `the code ran longer than its ${request.timeoutMs} ms limit (it was stuck in a built-in and its worker was stopped)`,
+      message: `the code ran longer than its ${timeoutMs} ms limit (it was stuck in a built-in and its worker was stopped)`,
       stack: '',
     },
     logs: [],

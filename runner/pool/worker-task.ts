@@ -1,5 +1,8 @@
+import type { PenaltyTableMemory } from './hard-stop-penalty.js';
 import type { ActivityBoardMemory } from './worker-activity.js';
 import type { SandboxLimits, SandboxOutcome, SandboxRequest, WasmModulePoolOptions } from '../sandbox/index.js';
+import type { RequestLimits } from '../wire/execute-request.js';
+import type { WireEncoding } from '../wire/execute-response.js';
 
 /** What the pool hands a worker at start (Piscina `workerData`). */
 export interface WorkerSetup {
@@ -7,19 +10,72 @@ export interface WorkerSetup {
   modules: WasmModulePoolOptions;
   /** The memory limit most calls use: the worker warms a module of that size at start. */
   defaultMemoryBytes: number;
+  /** What an ExecuteRequest may ask for: the worker validates wire requests itself. */
+  requests: RequestLimits;
   /** Where the worker says when its thread is blocked (see worker-activity.ts). */
   activity: ActivityBoardMemory;
+  /** Code refused for a while after forcing hard stops (see hard-stop-penalty.ts). */
+  penalties: PenaltyTableMemory;
 }
 
-/** One task: the call and its cancellation flag (shared memory). */
-export interface WorkerTask {
-  request: SandboxRequest;
+/** Fields every task carries. */
+interface TaskBase {
+  /** The call's cancellation flag (shared memory, see cancel-flag.ts). */
   cancelFlag: Int32Array;
   /** `performance.timeOrigin + performance.now()` when the pool accepted the call, for queue time. */
   submittedAt: number;
 }
 
+/** A call already turned into a sandbox request by the caller (the CLI's `ldbox run`). */
+export interface SandboxTask extends TaskBase {
+  kind: 'sandbox';
+  request: SandboxRequest;
+}
+
+/**
+ * A call as it came off the wire: the encoded ExecuteRequest, transferred to the worker, which decodes,
+ * validates, runs and encodes the ExecuteResponse; the main thread only moves bytes.
+ */
+export interface WireTask extends TaskBase {
+  kind: 'wire';
+  body: Uint8Array;
+  encoding: WireEncoding;
+  /** Prefix the response with the 5-byte gRPC message header. */
+  grpcFramed: boolean;
+  /** The client's deadline, epoch ms (`performance.timeOrigin + performance.now()` clock). */
+  deadlineAt: number | undefined;
+}
+
+export type WorkerTask = SandboxTask | WireTask;
+
+export type SandboxReply = { status: 'done'; outcome: SandboxOutcome; queueTimeMs: number };
+
+/** The answer to a wire task, beside the bytes: what the main thread needs for status, logs and metrics. */
+export interface WireAnswer {
+  status: 'answered';
+  /** The encoded ExecuteResponse (gRPC-framed if asked), transferred back. */
+  body: Uint8Array;
+  requestId: string;
+  /** `error` when the user code failed (the response carries `error`), for metrics. */
+  outcome: 'ok' | 'error';
+  /** The call hit its time limit and the limit was the client's deadline: answer DEADLINE_EXCEEDED. */
+  deadlineExceeded: boolean;
+  queueTimeMs: number;
+  /** A host-side failure of a built-in, for the operator's log; never sent to the caller. */
+  internalFault?: string;
+}
+
+/** The request itself was refused (undecodable or against the limits): INVALID_ARGUMENT with `message`. */
+export interface WireInvalid {
+  status: 'invalid';
+  message: string;
+}
+
+export type WireReply = WireAnswer | WireInvalid;
+
 export type WorkerReply =
-  | { status: 'done'; outcome: SandboxOutcome; queueTimeMs: number }
+  | SandboxReply
+  | WireReply
   | { status: 'cancelled' }
-  | { status: 'internal'; message: string };
+  | { status: 'throttled'; message: string }
+  | { status: 'internal'; message: string; requestId?: string };

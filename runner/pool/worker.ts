@@ -2,17 +2,33 @@
  * The Piscina worker: runs sandbox calls on this thread's WASM modules. One module per concurrent call
  * (the memory cap is per module), reused across calls until it grows or breaks. While the worker is
  * idle, each kept module prepares the fresh sandbox of its next call (see prepareAhead).
+ *
+ * A wire task arrives as the request's bytes: decoding, validation and encoding the response happen
+ * here, so the main thread only moves bytes (a large request or result never blocks it) and nothing is
+ * structured-cloned but a few numbers and strings; the response's bytes are transferred back.
  */
 import { threadId } from 'node:worker_threads';
-import { workerData } from 'piscina';
-import { type CappedModule, prepareAhead, runSandbox, SandboxCancelledError, WasmModulePool } from '../sandbox/index.js';
-import { startTask } from './cancel-flag.js';
+import { move, transferableSymbol, valueSymbol, workerData } from 'piscina';
+import {
+  type CappedModule,
+  prepareAhead,
+  runSandbox,
+  SandboxCancelledError,
+  type SandboxOutcome,
+  type SandboxRequest,
+  WasmModulePool,
+} from '../sandbox/index.js';
+import { decodeBinaryRequest, decodeJsonRequest, isInvalidRequest, toSandboxRequest } from '../wire/execute-request.js';
+import { encodeExecuteResponse } from '../wire/execute-response.js';
+import { describeTask, startTask } from './cancel-flag.js';
 import { WorkerActivity } from './worker-activity.js';
-import type { WorkerReply, WorkerSetup, WorkerTask } from './worker-task.js';
+import { codeHash, PenaltyTable } from './hard-stop-penalty.js';
+import type { WireAnswer, WireTask, WorkerReply, WorkerSetup, WorkerTask } from './worker-task.js';
 
 const setup = workerData as WorkerSetup;
 const modules = new WasmModulePool(setup.modules);
 const activity = new WorkerActivity(setup.activity, threadId);
+const penalties = new PenaltyTable(setup.penalties);
 
 /** Runs after pending I/O, so a call that is already waiting goes first. */
 function prepareWhenIdle(cm: CappedModule): void {
@@ -26,32 +42,94 @@ void modules.acquire(setup.defaultMemoryBytes).then((cm) => {
   if (modules.release(cm)) prepareWhenIdle(cm);
 });
 
-export default async function runTask(task: WorkerTask): Promise<WorkerReply> {
+type Started = NonNullable<ReturnType<typeof startTask>>;
+
+export default async function runTask(task: WorkerTask): Promise<unknown> {
   activity.computing();
-  const queueTimeMs = Math.max(0, performance.timeOrigin + performance.now() - task.submittedAt);
+  const now = performance.timeOrigin + performance.now();
+  const queueTimeMs = Math.max(0, now - task.submittedAt);
   const started = startTask(task.cancelFlag, threadId);
-  if (!started) return { status: 'cancelled' };
-  const cm = await modules.acquire(task.request.memoryBytes);
+  if (!started) return { status: 'cancelled' } satisfies WorkerReply;
   try {
-    // QuickJS's interrupt handler asks isCancelled while guest code runs: the moment to tell the pool
-    // that this thread is taken.
-    const control = {
+    if (task.kind === 'sandbox') {
+      const refused = admit(task.cancelFlag, task.request);
+      if (refused) return refused;
+      const outcome = await run(task.request, started);
+      return outcome ? ({ status: 'done', outcome, queueTimeMs } satisfies WorkerReply) : ({ status: 'cancelled' } satisfies WorkerReply);
+    }
+    return await runWire(task, started, now, queueTimeMs);
+  } catch (err) {
+    // Only the message crosses back: it is logged by the pool, never shown to the caller.
+    const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
+    return { status: 'internal', message: `${err instanceof Error ? err.message : String(err)}${cause}` } satisfies WorkerReply;
+  } finally {
+    started.finish();
+  }
+}
+
+/** Decode, validate, run, encode; the reply's bytes are moved (transferred), not copied. */
+async function runWire(task: WireTask, started: Started, now: number, queueTimeMs: number): Promise<unknown> {
+  let checked;
+  try {
+    const message = task.encoding === 'json' ? decodeJsonRequest(task.body) : decodeBinaryRequest(task.body);
+    checked = toSandboxRequest(message, setup.requests, task.deadlineAt === undefined ? undefined : task.deadlineAt - now);
+  } catch (err) {
+    if (isInvalidRequest(err)) return { status: 'invalid', message: err.message } satisfies WorkerReply;
+    throw err;
+  }
+  const { request, deadlineLimited } = checked;
+  const refused = admit(task.cancelFlag, request);
+  if (refused) return refused;
+  const outcome = await run(request, started);
+  if (!outcome) return { status: 'cancelled' } satisfies WorkerReply;
+  const body = encodeExecuteResponse(outcome, queueTimeMs, task.encoding, task.grpcFramed);
+  const answer: WireAnswer = {
+    status: 'answered',
+    body,
+    requestId: outcome.requestId,
+    outcome: outcome.error ? 'error' : 'ok',
+    deadlineExceeded: deadlineLimited && outcome.error?.kind === 'timeout',
+    queueTimeMs,
+  };
+  if (outcome.internalFault !== undefined) answer.internalFault = outcome.internalFault;
+  return move({ [transferableSymbol]: body.buffer, [valueSymbol]: answer });
+}
+
+/**
+ * Notes the call's limit, id and code hash in its flag (the pool needs them if it must stop this
+ * worker), and refuses code that is cooling down after forcing hard stops.
+ */
+function admit(flag: Int32Array, request: SandboxRequest): WorkerReply | undefined {
+  const hash = codeHash(request.code);
+  describeTask(flag, request.timeoutMs, request.requestId, hash);
+  const until = penalties.refusedUntil(hash);
+  if (until === 0) return undefined;
+  const seconds = Math.ceil((until - (performance.timeOrigin + performance.now())) / 1000);
+  return {
+    status: 'throttled',
+    message: `this code recently got stuck past its deadline so that its worker had to be stopped; it is refused for another ${seconds} s (the pause doubles with each such stop)`,
+  };
+}
+
+/** One sandbox call on a module of this thread; `undefined` when the caller cancelled it. */
+async function run(request: SandboxRequest, started: Started): Promise<SandboxOutcome | undefined> {
+  const cm = await modules.acquire(request.memoryBytes);
+  try {
+    return await runSandbox(cm, request, setup.limits, {
       signal: started.signal,
+      // QuickJS's interrupt handler asks this while guest code runs: the moment to tell the pool that
+      // this thread is taken.
       isCancelled: () => {
         activity.computing();
         return started.isCancelled();
       },
-    };
-    const outcome = await runSandbox(cm, task.request, setup.limits, control);
-    return { status: 'done', outcome, queueTimeMs };
+      hostWorkStarted: started.hostWorkStarted,
+    });
   } catch (err) {
-    if (err instanceof SandboxCancelledError) return { status: 'cancelled' };
+    if (err instanceof SandboxCancelledError) return undefined;
     cm.broken = true;
-    // Only the message crosses back: it is logged by the pool, never shown to the caller.
-    const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
-    return { status: 'internal', message: `${err instanceof Error ? err.message : String(err)}${cause}` };
+    throw err;
   } finally {
-    started.finish();
     if (modules.release(cm)) prepareWhenIdle(cm);
   }
 }

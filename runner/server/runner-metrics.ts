@@ -30,6 +30,8 @@ export interface RunnerMetrics {
   readonly registry: Registry;
   /** Records Execute calls; must come before the auth interceptor so that refused calls count too. */
   readonly interceptor: Interceptor;
+  /** Records one Execute call the runner's own routes answered (execute-route.ts), from `started` (performance.now()). */
+  observe(outcome: ExecuteOutcome, started: number): void;
 }
 
 export function createRunnerMetrics(pool: RunnerPool): RunnerMetrics {
@@ -89,12 +91,17 @@ export function createRunnerMetrics(pool: RunnerPool): RunnerMetrics {
       throw err;
     }
   };
-  return { registry, interceptor };
+  return { registry, interceptor, observe };
 }
 
 /** The outcome of an Execute call that ended with a gRPC status other than OK. */
 export function outcomeOfError(err: unknown): ExecuteOutcome {
-  switch (ConnectError.from(err).code) {
+  return outcomeOfCode(ConnectError.from(err).code);
+}
+
+/** The outcome of an Execute call answered with status `code` (not OK). */
+export function outcomeOfCode(code: Code): ExecuteOutcome {
+  switch (code) {
     case Code.InvalidArgument:
     case Code.Unauthenticated:
     case Code.PermissionDenied:

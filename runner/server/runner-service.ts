@@ -3,24 +3,30 @@ import { Code, ConnectError, type ConnectRouter, type HandlerContext } from '@co
 import type { RunnerConfig } from '../../src/config/runner-config.js';
 import type { Logger } from '../../src/logging/logger.js';
 import { GetPoolStatusResponseSchema, RunnerService } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
-import {
-  PoolCancelledError,
-  PoolClosedError,
-  PoolFullError,
-  PoolInternalError,
-  type RunnerPool,
-} from '../pool/index.js';
-import { toSandboxRequest } from './execute-request.js';
-import { toExecuteResponse } from './execute-response.js';
+import { PoolCancelledError, type RunnerPool } from '../pool/index.js';
+import { statusOfPoolError } from './pool-error-status.js';
+import { isInvalidRequest, toSandboxRequest } from '../wire/execute-request.js';
+import { toExecuteResponse } from '../wire/execute-response.js';
 
 /**
- * `ldbox.runner.v1.RunnerService`. User-code failures are normal responses; gRPC codes are for the
- * call's own faults, one code per failure (see runner.proto).
+ * `ldbox.runner.v1.RunnerService` as connect-node serves it. User-code failures are normal responses;
+ * gRPC codes are for the call's own faults, one code per failure (see runner.proto).
+ *
+ * Execute here is the path for what the runner's own routes (execute-route.ts) leave to connect-node:
+ * gRPC-Web, gRPC+JSON and compressed requests. It hands the pool a decoded request (an object graph);
+ * protobuf-es has already dropped any `__proto__` key of `input` and `auth` and read an unknown enum name
+ * in JSON as unset, which the runner's own routes do not.
  */
 export function registerRunnerService(router: ConnectRouter, pool: RunnerPool, config: RunnerConfig, log: Logger): void {
   router.service(RunnerService, {
     async execute(req, ctx) {
-      const request = toSandboxRequest(req, config, ctx.timeoutMs());
+      let request;
+      try {
+        ({ request } = toSandboxRequest(req, config, ctx.timeoutMs()));
+      } catch (err) {
+        if (isInvalidRequest(err)) throw new ConnectError(err.message, Code.InvalidArgument);
+        throw err;
+      }
       try {
         const { outcome, queueTimeMs } = await pool.execute(request, ctx.signal);
         if (outcome.internalFault !== undefined) {
@@ -49,17 +55,8 @@ export function registerRunnerService(router: ConnectRouter, pool: RunnerPool, c
 }
 
 function toConnectError(err: unknown, ctx: HandlerContext, requestId: string, log: Logger): ConnectError {
-  if (err instanceof PoolFullError) return new ConnectError(err.message, Code.ResourceExhausted);
-  if (err instanceof PoolClosedError) return new ConnectError(err.message, Code.Unavailable);
-  if (err instanceof PoolCancelledError) {
-    // The handler's signal carries why: the client's deadline or its cancellation.
-    const reason = ctx.signal.reason;
-    return reason instanceof ConnectError ? reason : new ConnectError('the call was cancelled', Code.Canceled);
-  }
-  if (err instanceof PoolInternalError) {
-    log.error({ requestId, err: err.message, cause: err.cause instanceof Error ? err.cause.message : undefined }, 'sandbox call failed');
-    return new ConnectError('the sandbox failed to run the call; it is safe to retry', Code.Internal);
-  }
-  log.error({ requestId, err: err instanceof Error ? err.message : String(err) }, 'unexpected error in Execute');
-  return new ConnectError('internal error', Code.Internal);
+  // The handler's signal carries why a call was cancelled: the client's deadline or its cancellation.
+  if (err instanceof PoolCancelledError && ctx.signal.reason instanceof ConnectError) return ctx.signal.reason;
+  const { code, message } = statusOfPoolError(err, requestId, log);
+  return new ConnectError(message, code, undefined, undefined, err);
 }

@@ -1,6 +1,6 @@
 /**
  * Request checks and per-call limits through a real runner (runner.proto ExecuteRequest and Limits,
- * runner/server/execute-request.ts): every refusal is INVALID_ARGUMENT with a message naming the field
+ * runner/wire/execute-request.ts): every refusal is INVALID_ARGUMENT with a message naming the field
  * and the limit; timeouts and memory stops are normal responses with a typed error; the bearer token
  * guards RunnerService but not health checks.
  */

@@ -1,0 +1,106 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { Code } from '@connectrpc/connect';
+import type { RunnerConfig } from '../../src/config/runner-config.js';
+import type { Logger } from '../../src/logging/logger.js';
+import type { RunnerPool } from '../pool/index.js';
+import type { WireEncoding } from '../wire/execute-response.js';
+import { UNAUTHENTICATED_MESSAGE, type TokenCheck } from './bearer-auth.js';
+import type { ParsedTimeout } from './call-deadline.js';
+import { statusOfPoolError } from './pool-error-status.js';
+import { type ExecuteOutcome, outcomeOfCode, type RunnerMetrics } from './runner-metrics.js';
+import type { UnaryCall } from './unary-call.js';
+
+export interface ExecuteRouteOptions {
+  pool: RunnerPool;
+  config: RunnerConfig;
+  metrics: RunnerMetrics;
+  log: Logger;
+  /** Set when LDBOX_RUNNER_TOKEN is. */
+  tokenCheck?: TokenCheck | undefined;
+}
+
+/** How one call is encoded on the wire (see execute-route's callers in runner-server.ts). */
+export interface ExecuteWireForm {
+  encoding: WireEncoding;
+  /** gRPC: the response gets the 5-byte message header. */
+  grpcFramed: boolean;
+  /** The client's deadline header, parsed. */
+  timeout: ParsedTimeout;
+}
+
+/** The message connect-node and grpc-js send for a passed deadline. */
+const DEADLINE_MESSAGE = 'the operation timed out';
+
+/**
+ * Serves `RunnerService/Execute` for the calls the runner reads itself (binary gRPC, uncompressed Connect
+ * unary): the request's bytes go to a worker, which decodes, validates, runs and encodes; the bytes of
+ * the response come back and are written as they are. Same contract as connect-node's Execute
+ * (runner-service.ts): the token before the body is read, `grpc-timeout`/`connect-timeout-ms` as the
+ * call's deadline, a client that goes away cancels the call in the pool, one status per failure
+ * (pool-error-status.ts), and one metrics sample per call.
+ */
+export function createExecuteRoute(options: ExecuteRouteOptions): (call: UnaryCall, headers: IncomingHttpHeaders, form: ExecuteWireForm) => void {
+  const { pool, config, metrics, log, tokenCheck } = options;
+  // As connect-node's readMaxBytes (runner-server.ts): a request holds code + input + auth.
+  const maxRequestBytes = config.maxCodeBytes + 2 * config.maxInputBytes + 64 * 1024;
+
+  return (call, headers, form) => {
+    const started = performance.now();
+    let observed = false;
+    const observe = (outcome: ExecuteOutcome): void => {
+      if (observed) return;
+      observed = true;
+      metrics.observe(outcome, started);
+    };
+    const fail = (code: Code, message: string): void => {
+      if (call.fail(code, message)) observe(outcomeOfCode(code));
+    };
+
+    if (tokenCheck && !tokenCheck(headers.authorization)) return fail(Code.Unauthenticated, UNAUTHENTICATED_MESSAGE);
+    if (!form.timeout.ok) return fail(Code.InvalidArgument, form.timeout.message);
+
+    const cancel = new AbortController();
+    let deadlineTimer: NodeJS.Timeout | undefined;
+    const deadlineMs = form.timeout.ms;
+    const deadlineAt = deadlineMs === undefined ? undefined : performance.timeOrigin + started + deadlineMs;
+    if (deadlineMs !== undefined) {
+      deadlineTimer = setTimeout(() => {
+        cancel.abort();
+        fail(Code.DeadlineExceeded, DEADLINE_MESSAGE);
+      }, deadlineMs);
+    }
+    call.onAbandoned(() => {
+      clearTimeout(deadlineTimer);
+      cancel.abort();
+      observe('cancelled');
+    });
+
+    call.read(
+      maxRequestBytes,
+      (body) => {
+        pool
+          .executeWire({ body, encoding: form.encoding, grpcFramed: form.grpcFramed, deadlineAt }, cancel.signal)
+          .then((reply) => {
+            if (reply.status === 'invalid') return fail(Code.InvalidArgument, reply.message);
+            if (reply.internalFault !== undefined) {
+              log.warn({ requestId: reply.requestId, fault: reply.internalFault }, 'a sandbox built-in failed on the host');
+            }
+            // The sandbox's time limit was the client's deadline: the client gets the deadline's status.
+            if (reply.deadlineExceeded) return fail(Code.DeadlineExceeded, DEADLINE_MESSAGE);
+            if (call.answered) return;
+            call.reply(reply.body);
+            observe(reply.outcome);
+          })
+          .catch((err: unknown) => {
+            const { code, message } = statusOfPoolError(err, undefined, log);
+            fail(code, message);
+          })
+          .finally(() => clearTimeout(deadlineTimer));
+      },
+      (refusal) => {
+        clearTimeout(deadlineTimer);
+        fail(refusal.code, refusal.message);
+      },
+    );
+  };
+}
