@@ -21,12 +21,19 @@ export interface PenaltyTableMemory {
   strikes: SharedArrayBuffer;
   /** Per slot: until when the code is refused, and when its last hard stop was (epoch ms). */
   times: SharedArrayBuffer;
+  /** How many slots have ever been used (lookups scan only those: usually none). */
+  used: SharedArrayBuffer;
 }
 
 const now = (): number => performance.timeOrigin + performance.now();
 
 export function createPenaltyTableMemory(): PenaltyTableMemory {
-  return { hashes: new SharedArrayBuffer(SLOTS * 4), strikes: new SharedArrayBuffer(SLOTS * 4), times: new SharedArrayBuffer(SLOTS * 16) };
+  return {
+    hashes: new SharedArrayBuffer(SLOTS * 4),
+    strikes: new SharedArrayBuffer(SLOTS * 4),
+    times: new SharedArrayBuffer(SLOTS * 16),
+    used: new SharedArrayBuffer(4),
+  };
 }
 
 /** A 32-bit FNV-1a hash of the code's UTF-16 units, never 0 (0 marks an empty slot / unknown code). */
@@ -43,8 +50,10 @@ export class PenaltyTable {
   private readonly hashes: Int32Array;
   private readonly strikes: Int32Array;
   private readonly times: Float64Array;
+  private readonly used: Int32Array;
 
   constructor(memory: PenaltyTableMemory) {
+    this.used = new Int32Array(memory.used);
     this.hashes = new Int32Array(memory.hashes);
     this.strikes = new Int32Array(memory.strikes);
     this.times = new Float64Array(memory.times);
@@ -55,9 +64,15 @@ export class PenaltyTable {
     if (hash === 0) return 0;
     let slot = this.find(hash);
     if (slot < 0) {
-      slot = 0;
-      for (let i = 1; i < SLOTS; i++) if (this.times[2 * i + 1]! < this.times[2 * slot + 1]!) slot = i;
+      const used = Atomics.load(this.used, 0);
+      if (used < SLOTS) {
+        slot = used;
+      } else {
+        slot = 0;
+        for (let i = 1; i < SLOTS; i++) if (this.times[2 * i + 1]! < this.times[2 * slot + 1]!) slot = i;
+      }
       Atomics.store(this.strikes, slot, 0);
+      this.times[2 * slot + 1] = 0;
     }
     const lastStop = this.times[2 * slot + 1]!;
     const strikes = at - lastStop > FORGET_AFTER_MS ? 1 : Atomics.load(this.strikes, slot) + 1;
@@ -66,6 +81,7 @@ export class PenaltyTable {
     this.times[2 * slot] = at + cooldown;
     this.times[2 * slot + 1] = at;
     Atomics.store(this.hashes, slot, hash | 0);
+    if (slot >= Atomics.load(this.used, 0)) Atomics.store(this.used, 0, slot + 1);
     return cooldown;
   }
 
@@ -79,7 +95,8 @@ export class PenaltyTable {
 
   private find(hash: number): number {
     const h = hash | 0;
-    for (let i = 0; i < SLOTS; i++) if (Atomics.load(this.hashes, i) === h) return i;
+    const used = Atomics.load(this.used, 0);
+    for (let i = 0; i < used; i++) if (Atomics.load(this.hashes, i) === h) return i;
     return -1;
   }
 }

@@ -21,8 +21,16 @@ export class CallState {
   private readonly pending = new Set<QuickJSHandle>();
   /** Cleanups registered by built-ins (timers), run once when the call ends. */
   private readonly endListeners = new Set<() => void>();
-  private readonly abort = new AbortController();
-  readonly signal = this.abort.signal;
+  /** Made when a built-in first asks for the signal: most calls never do, and one costs ~5 µs. */
+  private abort: AbortController | undefined;
+
+  get signal(): AbortSignal {
+    if (!this.abort) {
+      this.abort = new AbortController();
+      if (this.closed) this.abort.abort(new Error('sandbox call ended'));
+    }
+    return this.abort.signal;
+  }
   pendingHostWork = 0;
   cancelled = false;
   closed = false;
@@ -48,8 +56,11 @@ export class CallState {
     builtinConfig: BuiltinConfig,
     private readonly externallyCancelled: () => boolean = () => false,
   ) {
+    const call = this;
     this.builtins = {
-      signal: this.signal,
+      get signal() {
+        return call.signal;
+      },
       deadline,
       redact,
       config: builtinConfig,
@@ -154,7 +165,7 @@ export class CallState {
    */
   close(): void {
     this.closed = true;
-    this.abort.abort(new Error('sandbox call ended'));
+    this.abort?.abort(new Error('sandbox call ended'));
     for (const listener of this.endListeners) listener();
     this.endListeners.clear();
     this.pending.clear();
