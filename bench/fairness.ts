@@ -67,22 +67,26 @@ function executeClient(port: number): { call: Call; close(): void } {
   return { call, close: () => client.close() };
 }
 
-async function trivialLoad(call: Call, until: number): Promise<{ latency: Samples; errors: number }> {
+async function trivialLoad(call: Call, until: number): Promise<{ latency: Samples; errors: number; firstError: string | undefined }> {
   const latency = new Samples();
   let errors = 0;
+  let firstError: string | undefined;
   let n = 0;
   await Promise.all(
     Array.from({ length: TRIVIAL_IN_FLIGHT }, async () => {
       while (performance.now() < until) {
         const i = n++;
         const started = performance.now();
-        const res = await call({ code: `return ${i}` }).catch(() => undefined);
+        const res = await call({ code: `return ${i}` }).catch((err: Error) => {
+          firstError ??= err.message;
+          return undefined;
+        });
         latency.push(performance.now() - started);
         if (res?.result?.kind.value !== i) errors++;
       }
     }),
   );
-  return { latency, errors };
+  return { latency, errors, firstError };
 }
 
 async function hostileLoad(call: Call, until: number): Promise<string[]> {
@@ -99,9 +103,9 @@ async function hostileLoad(call: Call, until: number): Promise<string[]> {
   return seen;
 }
 
-function row(label: string, r: { latency: Samples; errors: number }): string {
+function row(label: string, r: { latency: Samples; errors: number; firstError?: string | undefined }): string {
   const f = (q: number) => r.latency.percentile(q).toFixed(1).padStart(7);
-  return `${label.padEnd(9)} calls ${String(r.latency.count).padStart(6)}  p50 ${f(0.5)} ms  p90 ${f(0.9)} ms  p99 ${f(0.99)} ms  max ${f(1)} ms  wrong/failed ${r.errors}`;
+  return `${label.padEnd(9)} calls ${String(r.latency.count).padStart(6)}  p50 ${f(0.5)} ms  p90 ${f(0.9)} ms  p99 ${f(0.99)} ms  max ${f(1)} ms  wrong/failed ${r.errors}${r.firstError ? ` (first: ${r.firstError})` : ''}`;
 }
 
 async function main(): Promise<void> {

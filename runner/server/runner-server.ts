@@ -86,7 +86,12 @@ export async function startRunnerServer(config: RunnerConfig, log: Logger, optio
   };
 
   const rpc = withSpecGrpcMessage(handler);
-  const h2server = http2.createServer((req, res) => {
+  // Node refuses new streams of a session with ENHANCE_YOUR_CALM (clients see RESOURCE_EXHAUSTED) once the
+  // data it holds for that session passes maxSessionMemory (default 10 MB). One maximal result (~11 MB
+  // as protobuf for 1M numbers) crossed it, so every other call sharing the connection — other tenants'
+  // calls from the same executor — failed while it was being sent. Room for a few maximal responses:
+  const maxResponseMb = Math.ceil((config.pool.maxResultBytes * 2 + config.pool.maxLogChars * 2) / 1_000_000);
+  const h2server = http2.createServer({ maxSessionMemory: Math.max(10, 4 * maxResponseMb) }, (req, res) => {
     if (ops(req, res) || connectExecute(req, res)) return;
     dropUnreachableDeadlines(req.headers);
     rpc(req, res);
