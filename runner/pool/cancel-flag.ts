@@ -93,23 +93,33 @@ export function startTask(
   new Float64Array(flag.buffer, 8, 1)[0] = performance.timeOrigin + performance.now();
   Atomics.store(flag, 1, threadId);
   if (Atomics.compareExchange(flag, 0, QUEUED, RUNNING) !== QUEUED) return undefined;
-  const controller = new AbortController();
-  const waiting = Atomics.waitAsync(flag, 0, RUNNING);
-  if (waiting.async) {
-    void waiting.value.then(() => {
-      if (Atomics.load(flag, 0) === STOPPING) controller.abort(new Error('cancelled by the caller'));
-    });
-  } else if (Atomics.load(flag, 0) === STOPPING) {
-    controller.abort(new Error('cancelled by the caller'));
-  }
+  // The signal (an AbortController and a waiter on the flag) is made only when asked for: a call that
+  // never waits for host work is stopped through isCancelled alone, and most calls never wait.
+  let controller: AbortController | undefined;
+  const signal = (): AbortSignal => {
+    if (controller) return controller.signal;
+    const made = new AbortController();
+    controller = made;
+    const waiting = Atomics.waitAsync(flag, 0, RUNNING);
+    if (waiting.async) {
+      void waiting.value.then(() => {
+        if (Atomics.load(flag, 0) === STOPPING) made.abort(new Error('cancelled by the caller'));
+      });
+    } else if (Atomics.load(flag, 0) === STOPPING) {
+      made.abort(new Error('cancelled by the caller'));
+    }
+    return made.signal;
+  };
   return {
-    signal: controller.signal,
+    get signal() {
+      return signal();
+    },
     isCancelled: () => Atomics.load(flag, 0) === STOPPING,
     hostWorkStarted: () => Atomics.store(flag, HOST_WORK, 1),
     finish: () => {
-      // RUNNING or STOPPING → DONE; the notify ends this task's own pending wait.
+      // RUNNING or STOPPING → DONE; the notify ends this task's own pending wait, if it has one.
       Atomics.store(flag, 0, DONE);
-      Atomics.notify(flag, 0);
+      if (controller) Atomics.notify(flag, 0);
     },
   };
 }

@@ -42,6 +42,8 @@ void modules.acquire(setup.defaultMemoryBytes).then((cm) => {
   if (modules.release(cm)) prepareWhenIdle(cm);
 });
 
+const MOVE_ABOVE_BYTES = 64 * 1024;
+
 type Started = NonNullable<ReturnType<typeof startTask>>;
 
 export default async function runTask(task: WorkerTask): Promise<unknown> {
@@ -92,6 +94,9 @@ async function runWire(task: WireTask, started: Started, now: number, queueTimeM
     queueTimeMs,
   };
   if (outcome.internalFault !== undefined) answer.internalFault = outcome.internalFault;
+  // Moving a buffer costs more than copying a small one (a transfer detaches and re-creates it): only
+  // large responses are moved.
+  if (body.byteLength < MOVE_ABOVE_BYTES) return answer;
   return move({ [transferableSymbol]: body.buffer, [valueSymbol]: answer });
 }
 
@@ -116,7 +121,9 @@ async function run(request: SandboxRequest, started: Started): Promise<SandboxOu
   const cm = await modules.acquire(request.memoryBytes);
   try {
     return await runSandbox(cm, request, setup.limits, {
-      signal: started.signal,
+      get signal() {
+        return started.signal;
+      },
       // QuickJS's interrupt handler asks this while guest code runs: the moment to tell the pool that
       // this thread is taken.
       isCancelled: () => {

@@ -69,20 +69,28 @@ export async function runSandbox(
   let error: SandboxError | undefined;
   let result: ResultParts = {};
   const onCancel = () => call?.cancel();
+  let subscribed: AbortSignal | undefined;
 
   try {
     realm = cm.realm ??= SnapshotRealm.prepare(cm, limits.maxStackBytes);
     const { rt, ctx } = realm;
     call = new CallState(ctx, started + req.timeoutMs, logs, redact, limits.builtins, cancel?.isCancelled);
     const state = call;
-    state.onHostWork = cancel?.hostWorkStarted;
+    // Only a call waiting for host work needs waking on a cancel (guest code is stopped through
+    // isCancelled by the interrupt handler), so the signal is subscribed to when host work starts.
+    state.onHostWork = () => {
+      cancel?.hostWorkStarted?.();
+      if (!cancel) return;
+      subscribed = cancel.signal;
+      subscribed.addEventListener('abort', onCancel, { once: true });
+      if (subscribed.aborted) onCancel();
+    };
     state.nearMemoryCap = () => cm.memory.buffer.byteLength >= cm.capBytes - 4 * 1024 * 1024;
     cm.exhausted = false;
     state.memoryExhausted = () => cm.exhausted;
     realm.begin(state);
     rt.setMemoryLimit(req.memoryBytes);
-    if (cancel?.signal.aborted) state.cancel();
-    cancel?.signal.addEventListener('abort', onCancel, { once: true });
+    if (cancel?.isCancelled()) state.cancel();
 
     const seed = randomSeed();
     const filled = ctx.callFunction(realm.setData, ctx.undefined, [
@@ -115,7 +123,7 @@ export async function runSandbox(
     if (!trapped) throw err instanceof SandboxInternalError ? err : new SandboxInternalError('sandbox failure', { cause: err });
     error = trapped;
   } finally {
-    cancel?.signal.removeEventListener('abort', onCancel);
+    subscribed?.removeEventListener('abort', onCancel);
     // No handle of the call is disposed: the next call's restore takes the realm back whole.
     call?.close();
     realm?.end();
