@@ -162,7 +162,7 @@ async function runNode(
   const depth = valueDepth(input, MAX_INPUT_DEPTH);
   if (depth > MAX_INPUT_DEPTH) {
     // The request's own data: no runner can take it, so the node fails once, without retries.
-    const message = `the input is nested ${depth} levels deep, over the limit of ${MAX_INPUT_DEPTH}: flatten it or pass deep parts as JSON strings`;
+    const message = `the input is nested more than ${MAX_INPUT_DEPTH} levels deep: flatten it or pass deep parts as JSON strings`;
     return { node: { id: node.id, status: 'failed', startedAt, finishedAt: now(), error: { kind: 'runner', message } }, costUnits: 0 };
   }
   let answer;
