@@ -18,6 +18,8 @@ export const WEBHOOK_ERRORS = {
   invalid_json: 400,
   /** The body is JSON but not an object. */
   body_not_object: 400,
+  /** The JSON body nests objects/arrays deeper than MAX_BODY_DEPTH (webhook-payload.ts; checked before parsing). */
+  body_too_deep: 400,
   /** `Idempotency-Key` is empty, longer than 255 characters, or sent twice. */
   invalid_idempotency_key: 400,
   /** No workflow has this id. */

@@ -6,6 +6,10 @@
  * - Body by Content-Type (media type, case-insensitive, parameters ignored): `application/json`,
  *   `application/*+json` and none → JSON, which must be an object; `application/x-www-form-urlencoded` →
  *   an object like the query; anything else → 400. An empty body is `{}`. Bodies must be UTF-8.
+ * - Depth: a JSON body may nest objects and arrays at most {@link MAX_BODY_DEPTH} levels (the body object
+ *   is level 1); deeper is 400 `body_too_deep`, found by a scan of the text before `JSON.parse`, so no
+ *   depth can overflow a stack here or later (templates, the runner's protobuf Struct, records). Forms
+ *   and queries are flat (a value or an array of values).
  * - Size: a `Content-Length` over the limit is refused before reading; a chunked body is refused as soon
  *   as it passes the limit (the rest is not read: the connection is closed after the answer).
  */
@@ -99,6 +103,35 @@ function tooLarge(declared: number | undefined, limit: number): WebhookError {
   );
 }
 
+/**
+ * The deepest nesting of a webhook's JSON body (the body object is level 1). It is well under every limit
+ * on the body's path: the body becomes a node's `input` inside a protobuf Struct (one more level, more
+ * when a template places it deeper) and may come back in a result, which the runner caps at 32 levels
+ * (runner/results MAX_RESULT_DEPTH); the executor refuses inputs deeper than 32 (MAX_INPUT_DEPTH).
+ */
+export const MAX_BODY_DEPTH = 24;
+
+/** The deepest nesting of arrays/objects in JSON text, counted without parsing (strings skipped); stops past `limit`. */
+export function jsonDepth(text: string, limit = Infinity): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) {
+        max = depth;
+        if (max > limit) return max;
+      }
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return max;
+}
+
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** `trigger.output.body` from the raw bytes; throws `invalid_json` or `body_not_object`. */
@@ -111,6 +144,12 @@ export function parseBody(raw: Buffer, kind: BodyKind): JsonObject {
     throw new WebhookError('invalid_json', 'request body is not valid UTF-8');
   }
   if (kind === 'form') return paramsToObject(new URLSearchParams(text));
+  // Before parsing: JSON.parse of a deep enough text throws a RangeError (a 500), and a depth it does
+  // take would break later steps (templates, protobuf, records) for good.
+  const depth = jsonDepth(text, MAX_BODY_DEPTH);
+  if (depth > MAX_BODY_DEPTH) {
+    throw new WebhookError('body_too_deep', `request body nests objects/arrays more than ${MAX_BODY_DEPTH} levels deep: flatten it or send deep parts as JSON strings`);
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -8,8 +8,8 @@
  * `unrecordedOutputs` so that a later attempt does not reuse a value it does not have), and logs are
  * cut from the end with a WARN entry counting what was left out.
  */
-import { create, fromJson, type JsonValue, toJson } from '@bufbuild/protobuf';
-import { timestampFromDate, ValueSchema } from '@bufbuild/protobuf/wkt';
+import { create, type JsonObject, type JsonValue, toJson } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { type ExecutionError, type LogEntry, LogEntrySchema, LogLevel } from '../gen/ldbox/runner/v1/runner_pb.js';
 import { ExecutionStatus, NodeErrorKind, NodeErrorSchema, NodeExecutionSchema } from '../gen/ldbox/workflows/v1/workflows_pb.js';
 
@@ -74,12 +74,15 @@ export function nodeEntry(n: NodeOutcome, shareBytes: number): { json: JsonValue
     logs,
     startedAt: timestampFromDate(n.startedAt),
     ...(n.finishedAt ? { finishedAt: timestampFromDate(n.finishedAt) } : {}),
-    ...(output !== undefined ? { output: fromJson(ValueSchema, output) } : {}),
     ...(n.error
       ? { error: create(NodeErrorSchema, { kind: KIND[n.error.kind], message: n.error.message, ...(n.error.codeError ? { codeError: n.error.codeError } : {}) }) }
       : {}),
   });
-  return { json: toJson(NodeExecutionSchema, entry), outputRecorded };
+  const json = toJson(NodeExecutionSchema, entry) as JsonObject;
+  // The output is stored as the JSON it is (the proto JSON of a Value is that JSON): a round trip through
+  // protobuf-es's Struct would lose an own `__proto__` key.
+  if (output !== undefined) Object.defineProperty(json, 'output', { value: output, enumerable: true, writable: true, configurable: true });
+  return { json, outputRecorded };
 }
 
 function logsBytes(logs: readonly LogEntry[]): number {

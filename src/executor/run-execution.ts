@@ -15,13 +15,14 @@
  *   the next write could charge twice.
  *
  * Failures:
- * - a template that does not resolve, code that throws / times out / runs out of memory, or a runner that
- *   refuses the request as such (INVALID_ARGUMENT) fail the execution at once, for good;
+ * - a template that does not resolve, code that throws / times out / runs out of memory (or returns a
+ *   result that cannot be delivered: INVALID_RESULT), an input nested over {@link MAX_INPUT_DEPTH}, a
+ *   runner that refuses the request as such (INVALID_ARGUMENT), or an answer that cannot be decoded fail
+ *   the execution at once, for good: the request's own data cannot succeed on a retry;
  * - runners that cannot be reached, and NATS errors while writing the record, throw: the job is retried
  *   later, and when its attempts are used up {@link recordExhausted} records the failure.
  */
-import { toJson, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
-import { ValueSchema } from '@bufbuild/protobuf/wkt';
+import type { JsonObject, JsonValue } from '@bufbuild/protobuf';
 import { ResultKind } from '../gen/ldbox/runner/v1/runner_pb.js';
 import type { Logger } from '../logging/logger.js';
 import type { ExecutionRecord, ExecutionRepository } from '../store/execution-repository.js';
@@ -31,6 +32,7 @@ import type { WebhookJob } from '../workflows/webhook-job.js';
 import type { NodeRecord, WorkflowRecord } from '../workflows/workflow-model.js';
 import { nodeCostUnits, nodeEntry, type NodeOutcome, nodeShareBytes, readStoredNode, runError } from './execution-record.js';
 import { RunnerRejectedError, type RunnerClients } from './runner-clients.js';
+import { MAX_INPUT_DEPTH, UndeliverableResultError, valueDepth } from './runner-wire.js';
 
 export type RunOutcome = 'succeeded' | 'failed' | 'already_finished';
 export type ExecuteOutcome = 'ok' | 'code_error' | 'runner_error';
@@ -157,9 +159,15 @@ async function runNode(
   await started(startedAt);
   const timeoutMs = node.limits.timeoutMs > 0 ? node.limits.timeoutMs + deps.executeDeadlineSlackMs : deps.executeDeadlineMs;
   const t0 = performance.now();
-  let res;
+  const depth = valueDepth(input, MAX_INPUT_DEPTH);
+  if (depth > MAX_INPUT_DEPTH) {
+    // The request's own data: no runner can take it, so the node fails once, without retries.
+    const message = `the input is nested more than ${MAX_INPUT_DEPTH} levels deep: flatten it or pass deep parts as JSON strings`;
+    return { node: { id: node.id, status: 'failed', startedAt, finishedAt: now(), error: { kind: 'runner', message } }, costUnits: 0 };
+  }
+  let answer;
   try {
-    res = await deps.runners.execute(
+    answer = await deps.runners.execute(
       {
         code: node.code,
         input,
@@ -172,11 +180,12 @@ async function runNode(
     );
   } catch (err) {
     deps.observer?.execute?.((performance.now() - t0) / 1000, 'runner_error');
-    if (err instanceof RunnerRejectedError) {
+    if (err instanceof RunnerRejectedError || err instanceof UndeliverableResultError) {
       return { node: { id: node.id, status: 'failed', startedAt, finishedAt: now(), error: { kind: 'runner', message: err.message } }, costUnits: 0 };
     }
     throw new RetryableRunError(`node ${JSON.stringify(node.id)}: ${(err as Error).message}`, { cause: err });
   }
+  const res = answer.response;
   const costUnits = nodeCostUnits(res.stats?.wallTimeMs ?? 0);
   const finishedAt = now();
   if (res.error) {
@@ -186,7 +195,7 @@ async function runNode(
     return { node: { id: node.id, status: 'failed', startedAt, finishedAt, logs: res.logs, error: { kind: 'code', message, codeError: e } }, costUnits };
   }
   deps.observer?.execute?.((performance.now() - t0) / 1000, 'ok');
-  const output = res.result ? (toJson(ValueSchema, res.result) as JsonValue) : null;
+  const output = answer.result ?? null;
   return { node: { id: node.id, status: 'succeeded', startedAt, finishedAt, logs: res.logs, output }, costUnits };
 }
 

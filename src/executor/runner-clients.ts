@@ -11,10 +11,12 @@
  * A runner refusing the request itself (INVALID_ARGUMENT: e.g. input over the runner's limit) is not
  * retried anywhere: {@link RunnerRejectedError} is final for the node.
  */
-import { Code, ConnectError, createClient, type Client, type Interceptor } from '@connectrpc/connect';
+import { Code, ConnectError, createClient, type Interceptor } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
-import type { MessageInitShape } from '@bufbuild/protobuf';
-import { type ExecuteRequestSchema, type ExecuteResponse, RunnerService } from '../gen/ldbox/runner/v1/runner_pb.js';
+import { create, type DescService, type JsonObject, type JsonValue, type MessageInitShape } from '@bufbuild/protobuf';
+import { type Empty, EmptySchema } from '@bufbuild/protobuf/wkt';
+import { type ExecuteRequest, ExecuteRequestSchema, type ExecuteResponse, RunnerService } from '../gen/ldbox/runner/v1/runner_pb.js';
+import { readExecuteResponse, withInputBytes } from './runner-wire.js';
 
 /** How long a runner that refused a call is passed over (unless every runner is). */
 export const COOL_DOWN_MS = 1000;
@@ -48,11 +50,26 @@ export class RunnerCallError extends Error {
 
 export type ExecuteInit = MessageInitShape<typeof ExecuteRequestSchema>;
 
+/** A runner's answer: the response and its `result` as JSON (every key kept, see runner-wire.ts). */
+export interface RunnerAnswer {
+  response: ExecuteResponse;
+  result: JsonValue | undefined;
+}
+
+type ExecuteFn = (req: ExecuteRequest, opts: { timeoutMs: number; signal?: AbortSignal }) => Promise<Empty>;
+
 interface Runner {
   url: string;
-  client: Client<typeof RunnerService>;
+  execute: ExecuteFn;
   coolUntil: number;
 }
+
+/**
+ * `Execute` with the response left as raw fields (decoded as Empty): runner-wire.ts decodes it so that
+ * no key of the result is lost and an unreadable result is told from a failed call.
+ */
+const EXECUTE_RAW = { ...RunnerService.method.execute, output: EmptySchema };
+const RUNNER_RAW = { ...RunnerService, methods: [EXECUTE_RAW], method: { execute: EXECUTE_RAW } } as unknown as DescService;
 
 /** Codes after which the next runner is tried at once. */
 const TRY_NEXT = new Set([Code.Unavailable, Code.ResourceExhausted, Code.Aborted]);
@@ -72,8 +89,8 @@ export class RunnerClients {
     this.#runners = urls.map((url) => ({
       url,
       coolUntil: 0,
-      client: createClient(
-        RunnerService,
+      execute: (createClient(
+        RUNNER_RAW,
         createGrpcTransport({
           baseUrl: url,
           // A response holds the result plus logs: 8 MiB + 2 MiB by the runner's defaults.
@@ -82,7 +99,7 @@ export class RunnerClients {
           pingIntervalMs: 10_000,
           idleConnectionTimeoutMs: 60_000,
         }),
-      ),
+) as unknown as { execute: ExecuteFn }).execute,
     }));
   }
 
@@ -92,15 +109,18 @@ export class RunnerClients {
 
   /**
    * Runs one call on some runner. Resolves with the runner's response (a user-code error is a response,
-   * not a rejection); rejects with {@link RunnerUnavailableError}, {@link RunnerRejectedError} or
-   * {@link RunnerCallError}.
+   * not a rejection); rejects with {@link RunnerUnavailableError}, {@link RunnerRejectedError},
+   * {@link RunnerCallError} or (an answer that cannot be read) UndeliverableResultError.
    */
-  async execute(req: ExecuteInit, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<ExecuteResponse> {
+  async execute(init: ExecuteInit, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<RunnerAnswer> {
+    const { input, ...rest } = init;
+    const req = withInputBytes(create(ExecuteRequestSchema, rest), (input ?? {}) as JsonObject);
     const order = this.#order();
     const refusals: string[] = [];
     for (const runner of order) {
+      let answer: Empty;
       try {
-        return await runner.client.execute(req, { timeoutMs: opts.timeoutMs, signal: opts.signal });
+        answer = await runner.execute(req, { timeoutMs: opts.timeoutMs, signal: opts.signal });
       } catch (err) {
         const e = ConnectError.from(err);
         if (opts.signal?.aborted) throw new RunnerCallError(`the call was cancelled: ${e.rawMessage}`, Code.Canceled);
@@ -112,6 +132,7 @@ export class RunnerClients {
         if (FINAL.has(e.code)) throw new RunnerRejectedError(`the runner refused the call: ${e.rawMessage}`, e.code);
         throw new RunnerCallError(`the runner call failed (${Code[e.code]}): ${e.rawMessage}`, e.code);
       }
+      return readExecuteResponse(answer);
     }
     throw new RunnerUnavailableError(`no runner took the call: ${refusals.join('; ')}`);
   }

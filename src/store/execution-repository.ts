@@ -16,13 +16,15 @@
  * then the stream, then the bucket again (the executor may have written and acked in between).
  */
 import { create, fromJson, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
-import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { timestampFromDate, ValueSchema } from '@bufbuild/protobuf/wkt';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import {
   type Execution,
   ExecutionSchema,
   ExecutionStatus,
+  NodeErrorKind,
+  type NodeExecution,
   NodeExecutionSchema,
   TriggerSchema,
 } from '../gen/ldbox/workflows/v1/workflows_pb.js';
@@ -76,20 +78,79 @@ const STATUS: Record<ExecutionStatusName, ExecutionStatus> = {
   failed: ExecutionStatus.FAILED,
 };
 
-/** The record as the `Execution` message. */
+/**
+ * The deepest nesting of a stored value (trigger body/query, node output) that reads show; deeper parts
+ * are replaced by {@link TOO_DEEP_MARKER}. Records written before bodies were bounded (or written by
+ * anything else) may hold any depth, and protobuf clients stop at 100 nested messages (three per level).
+ */
+export const MAX_SHOWN_DEPTH = 32;
+/** What a read shows in place of a part nested deeper than {@link MAX_SHOWN_DEPTH}. */
+export const TOO_DEEP_MARKER = `[nested deeper than ${MAX_SHOWN_DEPTH} levels: not shown]`;
+
+/**
+ * A copy of a stored JSON value that every encoder takes: containers past `maxDepth` become the marker,
+ * anything that is not JSON becomes null, and keys are defined (an own `__proto__` stays data).
+ */
+export function shownJson(v: unknown, maxDepth = MAX_SHOWN_DEPTH, depth = 1): JsonValue {
+  if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
+  if (typeof v === 'number') return Number.isFinite(v) ? v : null;
+  if (typeof v !== 'object') return null;
+  if (depth > maxDepth) return TOO_DEEP_MARKER;
+  if (Array.isArray(v)) return v.map((item) => shownJson(item, maxDepth, depth + 1));
+  const out: JsonObject = {};
+  for (const key of Object.keys(v)) {
+    Object.defineProperty(out, key, { value: shownJson((v as Record<string, unknown>)[key], maxDepth, depth + 1), enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}
+
+function shownObject(v: unknown): JsonObject {
+  const shown = shownJson(v);
+  return typeof shown === 'object' && shown !== null && !Array.isArray(shown) ? shown : {};
+}
+
+function timestamp(iso: unknown): ReturnType<typeof timestampFromDate> | undefined {
+  const d = typeof iso === 'string' ? new Date(iso) : undefined;
+  return d && !Number.isNaN(d.getTime()) ? timestampFromDate(d) : undefined;
+}
+
+/** A stored node entry as the message; one that cannot be read is shown as such, never a failed read. */
+function nodeFromJson(n: unknown): NodeExecution {
+  try {
+    if (typeof n !== 'object' || n === null || Array.isArray(n)) throw new Error('not an object');
+    const entry = n as Record<string, unknown>;
+    const init: Record<string, unknown> = {};
+    for (const key of Object.keys(entry)) if (key !== 'output') init[key] = entry[key];
+    const node = fromJson(NodeExecutionSchema, init as JsonObject, { ignoreUnknownFields: true });
+    if (Object.hasOwn(entry, 'output')) node.output = fromJson(ValueSchema, shownJson(entry.output));
+    return node;
+  } catch (err) {
+    const id = typeof n === 'object' && n !== null && typeof (n as { id?: unknown }).id === 'string' ? (n as { id: string }).id : '';
+    return create(NodeExecutionSchema, { id, error: { kind: NodeErrorKind.RUNNER, message: `this node's stored entry cannot be read: ${(err as Error).message}` } });
+  }
+}
+
+/**
+ * The record as the `Execution` message. Never throws, whatever the record holds (see
+ * {@link shownJson}): reading executions must work for every stored record.
+ */
 export function toProtoExecution(r: ExecutionRecord): Execution {
+  const trigger = (typeof r.trigger === 'object' && r.trigger !== null ? r.trigger : {}) as Partial<ExecutionRecord['trigger']>;
+  const createdAt = timestamp(r.createdAt);
+  const startedAt = timestamp(r.startedAt);
+  const finishedAt = timestamp(r.finishedAt);
   return create(ExecutionSchema, {
-    id: r.id,
-    workflowId: r.workflowId,
-    status: STATUS[r.status] ?? ExecutionStatus.UNSPECIFIED,
-    trigger: create(TriggerSchema, { body: r.trigger.body, query: r.trigger.query }),
-    nodes: r.nodes.map((n) => fromJson(NodeExecutionSchema, n, { ignoreUnknownFields: true })),
-    error: r.error,
-    createdAt: timestampFromDate(new Date(r.createdAt)),
-    ...(r.startedAt ? { startedAt: timestampFromDate(new Date(r.startedAt)) } : {}),
-    ...(r.finishedAt ? { finishedAt: timestampFromDate(new Date(r.finishedAt)) } : {}),
-    attempts: r.attempts,
-    costUnits: BigInt(r.costUnits),
+    id: String(r.id),
+    workflowId: String(r.workflowId),
+    status: Object.hasOwn(STATUS, r.status) ? STATUS[r.status] : ExecutionStatus.UNSPECIFIED,
+    trigger: create(TriggerSchema, { body: shownObject(trigger.body), query: shownObject(trigger.query) }),
+    nodes: Array.isArray(r.nodes) ? r.nodes.map(nodeFromJson) : [],
+    error: typeof r.error === 'string' ? r.error : '',
+    ...(createdAt ? { createdAt } : {}),
+    ...(startedAt ? { startedAt } : {}),
+    ...(finishedAt ? { finishedAt } : {}),
+    attempts: Number.isInteger(r.attempts) ? r.attempts : 0,
+    costUnits: Number.isSafeInteger(r.costUnits) ? BigInt(r.costUnits) : 0n,
   });
 }
 

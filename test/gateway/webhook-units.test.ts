@@ -58,6 +58,7 @@ t.test('the error table', async (t) => {
     unsupported_content_type: 400,
     invalid_json: 400,
     body_not_object: 400,
+    body_too_deep: 400,
     invalid_idempotency_key: 400,
     workflow_not_found: 404,
     not_found: 404,
