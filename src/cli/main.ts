@@ -1,33 +1,107 @@
-import { ConfigError } from '../config/env-parsers.js';
+/**
+ * The `ldbox` command: `ldbox <command> [--help]`, `ldbox --help`, `ldbox --version`. Arguments are parsed
+ * with `node:util` `parseArgs`; `--help` of a command prints its usage and its settings (from the config
+ * modules) and starts nothing. Exit codes: 0 ok, 1 failure, 2 bad usage or a configuration error (one line
+ * on stderr, no stack).
+ *
+ * Tests: test/cli/help-and-version.test.ts, test/cli/config-errors.test.ts, test/cli/unknown-settings.test.ts.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { acceptedValues, ConfigError, type SettingSpec, shownDefault } from '../config/env-parsers.js';
 import { loadGatewayConfig } from '../config/gateway-config.js';
 import { loadExecutorConfig } from '../config/executor-config.js';
+import { type Command, COMMAND_SETTINGS, unknownSettingWarnings } from '../config/known-settings.js';
+import { loadLogLevel } from '../config/log-config.js';
 import { loadRunnerConfig } from '../config/runner-config.js';
 import { startExecutor } from '../executor/index.js';
 import { startGateway } from '../../gateway/index.js';
 import { createLogger, type Logger } from '../logging/logger.js';
 import { startRunnerServer } from '../../runner/server/runner-server.js';
 import { runDev } from '../dev/dev-command.js';
-import { runCommand } from './run-command.js';
+import { RUN_USAGE, runCommand } from './run-command.js';
+import { isParseArgsError, usageMessage } from './usage-message.js';
 
-const USAGE = `usage: ldbox <command>
+const USAGE = `usage: ldbox <command> [--help]
+       ldbox --help | --version
 
   dev                 everything on one machine: nats-server, runner, executor and gateway (see README)
   runner              the sandbox runner (gRPC/Connect on LDBOX_RUNNER_PORT, default 50051)
   gateway             the webhook gateway and control plane (HTTP on LDBOX_GATEWAY_PORT, default 8080; needs NATS_URL)
   executor            runs queued workflows on the runners of LDBOX_RUNNER_URLS (health and metrics on LDBOX_EXECUTOR_PORT, default 8081)
-  run FILE.js [...]   run integration code locally in the sandbox; see 'ldbox run --help'
+  run FILE.js [...]   run integration code locally in the sandbox
+
+'ldbox <command> --help' shows a command's options and settings (environment variables).
 `;
+
+/** What each command is, for its --help. */
+const ABOUT: Record<Command, string> = {
+  dev: 'usage: ldbox dev [--help]\n\nRuns nats-server (unless NATS_URL is set), the runner, the executor and the gateway in one process, prints their URLs and tokens; Ctrl-C stops them all.',
+  runner: 'usage: ldbox runner [--help]\n\nThe sandbox runner: gRPC, gRPC-Web and Connect on HTTP/2 cleartext; Connect, /healthz, /readyz and /metrics on HTTP/1.1 too.',
+  gateway: 'usage: ldbox gateway [--help]\n\nThe webhook gateway and control plane (WorkflowService, WorkspaceService) over HTTP; queues jobs in NATS JetStream.',
+  executor: 'usage: ldbox executor [--help]\n\nRuns queued workflow jobs from NATS on the runners; /healthz, /readyz and /metrics over HTTP.',
+  run: `${RUN_USAGE}\n\nRuns integration code locally in the runner's sandbox (same pool, same limits): the result as JSON on stdout, logs on stderr.\nExit codes: 0 ok, 1 the code failed, 2 bad usage.`,
+};
 
 const stdout = (s: string) => void process.stdout.write(s);
 const stderr = (s: string) => void process.stderr.write(s);
 
-/** The CLI entry: returns the exit code (0 ok, 1 failure, 2 bad usage). */
+/** A command's --help: what it is, then its settings (name, default, meaning and accepted values). */
+export function commandHelp(command: Command): string {
+  const rows = COMMAND_SETTINGS[command].map((s: SettingSpec) => {
+    const accepts = acceptedValues(s);
+    return [s.name, shownDefault(s), accepts === '' ? s.meaning : `${s.meaning} [${accepts}]`] as const;
+  });
+  const w0 = Math.max(...rows.map((r) => r[0].length));
+  const w1 = Math.max(...rows.map((r) => r[1].length), 'default'.length);
+  const line = (a: string, b: string, c: string) => `  ${a.padEnd(w0)}  ${b.padEnd(w1)}  ${c}`.trimEnd();
+  const sizes = COMMAND_SETTINGS[command].some((s) => s.kind === 'size')
+    ? '\nSizes are bytes (…_BYTES) or MiB (…_MB) as plain numbers, or take a unit: 512KiB, 8MiB, 1GiB, 8MB (8,000,000 bytes).\n'
+    : '';
+  return `${ABOUT[command]}\n\nSettings (environment):\n${line('name', 'default', 'meaning [accepted values]')}\n${rows.map((r) => line(...r)).join('\n')}\n${sizes}`;
+}
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+const COMMANDS: readonly string[] = ['runner', 'gateway', 'executor', 'dev', 'run'];
+
+/** The CLI entry: returns the exit code (0 ok, 1 failure, 2 bad usage or configuration error). */
 export async function runCli(argv: readonly string[]): Promise<number> {
-  const [command, ...rest] = argv;
+  const [first, ...rest] = argv;
+  if (first === undefined || first.startsWith('-') || first === 'help') {
+    let values;
+    try {
+      ({ values } = parseArgs({ args: first === 'help' ? rest : [...argv], options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } }, strict: true }));
+    } catch (err) {
+      stderr(`${usageMessage(err)}\n${USAGE}`);
+      return 2;
+    }
+    if (values.version) {
+      stdout(`${packageVersion()}\n`);
+      return 0;
+    }
+    stdout(USAGE);
+    return first === undefined ? 2 : 0;
+  }
+  if (!COMMANDS.includes(first)) {
+    stderr(`unknown command "${first}"\n${USAGE}`);
+    return 2;
+  }
+  const command = first as Command;
   try {
+    if (command === 'run') {
+      if (wantsHelp(rest)) return help(command);
+      warnUnknownSettings();
+      return await runCommand(rest, process.env, { stdout, stderr });
+    }
+    // The services take no arguments but --help.
+    const { values } = parseArgs({ args: [...rest], options: { help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false });
+    if (values.help) return help(command);
+    warnUnknownSettings();
     switch (command) {
-      case 'run':
-        return await runCommand(rest, process.env, { stdout, stderr });
       case 'runner':
         return await serveRunner();
       case 'dev':
@@ -36,19 +110,14 @@ export async function runCli(argv: readonly string[]): Promise<number> {
         return await serveGateway();
       case 'executor':
         return await serveExecutor();
-      case undefined:
-      case 'help':
-      case '--help':
-      case '-h':
-        stdout(USAGE);
-        return command === undefined ? 2 : 0;
-      default:
-        stderr(`unknown command "${command}"\n${USAGE}`);
-        return 2;
     }
   } catch (err) {
     if (err instanceof ConfigError) {
       stderr(`configuration error: ${err.message}\n`);
+      return 2;
+    }
+    if (isParseArgsError(err)) {
+      stderr(`${usageMessage(err)}\nsee 'ldbox ${command} --help'\n`);
       return 2;
     }
     const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
@@ -59,6 +128,22 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     }
     throw err;
   }
+}
+
+/** `--help` or `-h` among `ldbox run`'s arguments (before a `--` terminator). */
+function wantsHelp(args: readonly string[]): boolean {
+  const { tokens } = parseArgs({ args: [...args], strict: false, allowPositionals: true, tokens: true });
+  return tokens.some((t) => t.kind === 'option' && (t.name === 'help' || t.name === 'h'));
+}
+
+function help(command: Command): number {
+  stdout(commandHelp(command));
+  return 0;
+}
+
+/** One line on stderr for each LDBOX_* variable that is no setting, with the nearest name. */
+function warnUnknownSettings(): void {
+  for (const w of unknownSettingWarnings(process.env)) stderr(`warning: ${w}\n`);
 }
 
 /** Resolves on SIGINT or SIGTERM; a second one while stopping exits at once. */
@@ -85,7 +170,7 @@ async function serve<C extends { host: string }>(
   start: (config: C, log: Logger) => Promise<{ port: number; close(): Promise<void> }>,
   describe: (url: string) => string,
 ): Promise<number> {
-  const log = createLogger(role, process.env.LDBOX_LOG_LEVEL ?? 'info');
+  const log = createLogger(role, loadLogLevel(process.env));
   const running = await start(config, log);
   stdout(`${role}: ${describe(`http://${config.host}:${running.port}`)}\n`);
   await untilSignal();

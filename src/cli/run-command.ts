@@ -1,9 +1,14 @@
 import { readFile } from 'node:fs/promises';
 import { loadRunnerConfig } from '../config/runner-config.js';
-import type { Env } from '../config/env-parsers.js';
+import { ConfigError, type Env } from '../config/env-parsers.js';
 import { createRunnerPool } from '../../runner/pool/index.js';
 import { collectSecrets, type ResultKind, type SandboxOutcome } from '../../runner/sandbox/index.js';
-import { parseArgs, UsageError } from './args.js';
+import { parseArgs } from 'node:util';
+import { isParseArgsError, usageMessage } from './usage-message.js';
+
+class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
 
 export const RUN_USAGE =
   'usage: ldbox run FILE.js [--input JSON] [--auth JSON] [--timeout-ms N] [--memory-mb N] [--kind generic|files|native-search|native-download]';
@@ -23,10 +28,16 @@ interface Out {
 export async function runCommand(argv: readonly string[], env: Env, out: Out): Promise<number> {
   let args;
   try {
-    args = parseArgs(argv, ['input', 'auth', 'timeout-ms', 'memory-mb', 'kind']);
+    const parsed = parseArgs({
+      args: [...argv],
+      options: { input: { type: 'string' }, auth: { type: 'string' }, 'timeout-ms': { type: 'string' }, 'memory-mb': { type: 'string' }, kind: { type: 'string' } },
+      allowPositionals: true,
+      strict: true,
+    });
+    args = { positionals: parsed.positionals, flags: new Map(Object.entries(parsed.values).filter((e): e is [string, string] => typeof e[1] === 'string')) };
     if (args.positionals.length !== 1) throw new UsageError('give exactly one FILE.js');
   } catch (err) {
-    out.stderr(`${(err as Error).message}\n${RUN_USAGE}\n`);
+    out.stderr(`${isParseArgsError(err) ? usageMessage(err) : (err as Error).message}\n${RUN_USAGE}\n`);
     return 2;
   }
   const file = args.positionals[0]!;
@@ -50,6 +61,7 @@ export async function runCommand(argv: readonly string[], env: Env, out: Out): P
     const mb = intFlag(args.flags.get('memory-mb'), '--memory-mb', config.pool.defaultMemoryBytes / 1048576, 4, config.pool.maxMemoryBytes / 1048576);
     memoryBytes = mb * 1048576;
   } catch (err) {
+    if (err instanceof ConfigError) throw err; // the CLI prints it as any configuration error
     out.stderr(`${(err as Error).message}\n${RUN_USAGE}\n`);
     return 2;
   }

@@ -4,7 +4,19 @@
  *
  * Tests: test/config/executor-config.test.ts.
  */
-import { ConfigError, type Env, hostSetting, intSetting, listSetting, natsUrlSetting, optionalSecret, withoutCredentials } from './env-parsers.js';
+import {
+  ConfigError,
+  type Env,
+  hostSetting,
+  intSetting,
+  listSetting,
+  MAX_TIMEOUT_MS,
+  NATS_URL,
+  natsUrlSetting,
+  optionalSecret,
+  type SettingSpec,
+  withoutCredentials,
+} from './env-parsers.js';
 
 export interface ExecutorConfig {
   /** Where `/healthz`, `/readyz` and `/metrics` listen (HTTP/1.1). */
@@ -31,21 +43,36 @@ export interface ExecutorConfig {
 /** Extra time an `Execute` call gets beyond the code's timeout: queueing in the pool and the RPC itself. */
 export const EXECUTE_DEADLINE_SLACK_MS = 10_000;
 
+const S = {
+  natsUrl: NATS_URL,
+  host: { kind: 'text', name: 'LDBOX_EXECUTOR_HOST', shown: '127.0.0.1', meaning: 'address of the health and metrics port' },
+  port: { kind: 'int', name: 'LDBOX_EXECUTOR_PORT', fallback: 8081, min: 0, max: 65535, meaning: '/healthz, /readyz and /metrics (0 = any free port)' },
+  runnerUrls: { kind: 'text', name: 'LDBOX_RUNNER_URLS', shown: 'http://127.0.0.1:50051', meaning: 'runners (http://host:port, HTTP/2 cleartext), comma-separated, called in turn' },
+  runnerToken: { kind: 'text', name: 'LDBOX_RUNNER_TOKEN', shown: 'unset', meaning: 'bearer token the runners require (at least 16 characters)' },
+  concurrency: { kind: 'int', name: 'LDBOX_EXECUTOR_CONCURRENCY', fallback: 16, min: 1, max: 1024, meaning: 'jobs one executor runs at once' },
+  ackWaitMs: { kind: 'int', name: 'LDBOX_EXECUTOR_ACK_WAIT_MS', fallback: 30_000, min: 1000, max: 3_600_000, meaning: 'redelivery after a silent executor, ms (heartbeats every third of it)' },
+  maxAttempts: { kind: 'int', name: 'LDBOX_EXECUTOR_MAX_ATTEMPTS', fallback: 5, min: 1, max: 100, meaning: 'attempts of a job before its execution is recorded as failed' },
+  maxTimeoutMs: MAX_TIMEOUT_MS,
+} as const satisfies Record<string, SettingSpec>;
+
+/** Every setting the executor reads, for `--help` and the unknown-variable warning. */
+export const EXECUTOR_SETTINGS: readonly SettingSpec[] = Object.values(S);
+
 /** Reads the executor's configuration; throws a ConfigError with an exact message on a bad value. */
 export function loadExecutorConfig(env: Env): ExecutorConfig {
   const natsUrl = natsUrlSetting(env);
-  const listed = listSetting(env, 'LDBOX_RUNNER_URLS');
-  const runnerUrls = (listed.length > 0 ? listed : ['http://127.0.0.1:50051']).map(runnerOrigin);
+  const listed = listSetting(env, S.runnerUrls.name);
+  const runnerUrls = (listed.length > 0 ? listed : [S.runnerUrls.shown]).map(runnerOrigin);
   return {
-    host: hostSetting(env, 'LDBOX_EXECUTOR_HOST', '127.0.0.1'),
-    port: intSetting(env, 'LDBOX_EXECUTOR_PORT', 8081, 0, 65535),
+    host: hostSetting(env, S.host),
+    port: intSetting(env, S.port),
     natsUrl,
     runnerUrls,
-    runnerToken: optionalSecret(env, 'LDBOX_RUNNER_TOKEN', 16),
-    concurrency: intSetting(env, 'LDBOX_EXECUTOR_CONCURRENCY', 16, 1, 1024),
-    ackWaitMs: intSetting(env, 'LDBOX_EXECUTOR_ACK_WAIT_MS', 30_000, 1000, 3_600_000),
-    maxAttempts: intSetting(env, 'LDBOX_EXECUTOR_MAX_ATTEMPTS', 5, 1, 100),
-    executeDeadlineMs: intSetting(env, 'LDBOX_MAX_TIMEOUT_MS', 120_000, 100, 3_600_000) + EXECUTE_DEADLINE_SLACK_MS,
+    runnerToken: optionalSecret(env, S.runnerToken.name, 16),
+    concurrency: intSetting(env, S.concurrency),
+    ackWaitMs: intSetting(env, S.ackWaitMs),
+    maxAttempts: intSetting(env, S.maxAttempts),
+    executeDeadlineMs: intSetting(env, S.maxTimeoutMs) + EXECUTE_DEADLINE_SLACK_MS,
   };
 }
 

@@ -13,7 +13,7 @@
 import type { JobsStreamOptions } from '../nats/streams.js';
 import { normalizeBaseUrl } from '../workflows/workflow-model.js';
 import { isWorkflowValidationError } from '../workflows/validation-error.js';
-import { ConfigError, type Env, hostSetting, intSetting, natsUrlSetting, stringSetting } from './env-parsers.js';
+import { ConfigError, type Env, hostSetting, intSetting, NATS_URL, natsUrlSetting, type SettingSpec, sizeSetting, stringSetting } from './env-parsers.js';
 
 const MiB = 1024 * 1024;
 
@@ -39,17 +39,36 @@ export interface GatewayConfig {
   publishTimeoutMs: number;
 }
 
+const S = {
+  natsUrl: NATS_URL,
+  adminToken: { kind: 'text', name: 'LDBOX_ADMIN_TOKEN', shown: 'required', meaning: 'bearer token of the control plane, at least 16 characters, no whitespace (`ldbox dev` generates one)' },
+  host: { kind: 'text', name: 'LDBOX_GATEWAY_HOST', shown: '127.0.0.1', meaning: 'address the gateway binds' },
+  port: { kind: 'int', name: 'LDBOX_GATEWAY_PORT', fallback: 8080, min: 0, max: 65535, meaning: 'webhooks, control plane, /healthz, /readyz, /metrics (0 = any free port)' },
+  baseUrl: { kind: 'text', name: 'LDBOX_BASE_URL', shown: 'http://127.0.0.1:<port>', meaning: 'public base of webhook URLs' },
+  webhookRate: { kind: 'int', name: 'LDBOX_WEBHOOK_RATE', fallback: 50, min: 0, max: 100_000, meaning: 'default per-workflow webhook rate, requests/s (0 = off)' },
+  maxBodyBytes: { kind: 'size', name: 'LDBOX_MAX_BODY_BYTES', fallback: 5 * MiB, min: 1024, max: 64 * MiB, meaning: "largest webhook body, in bytes or with a unit (must fit nats-server's max_payload)" },
+  jobsMaxMsgs: { kind: 'int', name: 'LDBOX_JOBS_MAX_MSGS', fallback: 1_000_000, min: 1, max: 1_000_000_000, meaning: 'most jobs in the JOBS stream; a full stream refuses new jobs (503)' },
+  jobsMaxBytes: { kind: 'size', name: 'LDBOX_JOBS_MAX_BYTES', fallback: 1024 * MiB, min: MiB, max: Number.MAX_SAFE_INTEGER, meaning: 'most bytes in the JOBS stream, in bytes or with a unit' },
+  jobsDuplicateWindowMs: { kind: 'int', name: 'LDBOX_JOBS_DUPLICATE_WINDOW_MS', fallback: 120_000, min: 1000, max: 86_400_000, meaning: "the JOBS stream's duplicate window, ms" },
+  jobsReplicas: { kind: 'int', name: 'LDBOX_JOBS_REPLICAS', fallback: 1, min: 1, max: 5, meaning: 'replicas of the stream and buckets (3 on a cluster)' },
+  idempotencyTtlMs: { kind: 'int', name: 'LDBOX_IDEMPOTENCY_TTL_MS', fallback: 86_400_000, min: 60_000, max: 30 * 86_400_000, meaning: 'how long an Idempotency-Key is honoured, ms' },
+  publishTimeoutMs: { kind: 'int', name: 'LDBOX_PUBLISH_TIMEOUT_MS', fallback: 5000, min: 100, max: 60_000, meaning: "wait for JetStream's ack before answering 503, ms" },
+} as const satisfies Record<string, SettingSpec>;
+
+/** Every setting the gateway reads, for `--help` and the unknown-variable warning. */
+export const GATEWAY_SETTINGS: readonly SettingSpec[] = Object.values(S);
+
 /** Reads the gateway's configuration; throws a ConfigError with an exact message on a bad value. */
 export function loadGatewayConfig(env: Env): GatewayConfig {
-  const port = intSetting(env, 'LDBOX_GATEWAY_PORT', 8080, 0, 65535);
-  const host = hostSetting(env, 'LDBOX_GATEWAY_HOST', '127.0.0.1');
-  const adminToken = env.LDBOX_ADMIN_TOKEN ?? '';
+  const port = intSetting(env, S.port);
+  const host = hostSetting(env, S.host);
+  const adminToken = env[S.adminToken.name] ?? '';
   if (adminToken === '') throw new ConfigError('LDBOX_ADMIN_TOKEN is required: the control plane (WorkflowService) accepts only `Authorization: Bearer $LDBOX_ADMIN_TOKEN`');
   if (adminToken.length < 16) throw new ConfigError('LDBOX_ADMIN_TOKEN must be at least 16 characters long');
   if (/\s/.test(adminToken)) throw new ConfigError('LDBOX_ADMIN_TOKEN must not contain whitespace');
   let baseUrl: string;
   try {
-    baseUrl = normalizeBaseUrl(stringSetting(env, 'LDBOX_BASE_URL', `http://127.0.0.1:${port}`));
+    baseUrl = normalizeBaseUrl(stringSetting(env, S.baseUrl.name, `http://127.0.0.1:${port}`));
   } catch (err) {
     if (isWorkflowValidationError(err)) throw new ConfigError(err.message);
     throw err;
@@ -60,17 +79,17 @@ export function loadGatewayConfig(env: Env): GatewayConfig {
     port,
     adminToken,
     baseUrl,
-    baseUrlSet: (env.LDBOX_BASE_URL ?? '') !== '',
+    baseUrlSet: (env[S.baseUrl.name] ?? '') !== '',
     natsUrl,
-    webhookRate: intSetting(env, 'LDBOX_WEBHOOK_RATE', 50, 0, 100_000),
-    maxBodyBytes: intSetting(env, 'LDBOX_MAX_BODY_BYTES', 5 * MiB, 1024, 64 * MiB),
+    webhookRate: intSetting(env, S.webhookRate),
+    maxBodyBytes: sizeSetting(env, S.maxBodyBytes),
     stream: {
-      maxMsgs: intSetting(env, 'LDBOX_JOBS_MAX_MSGS', 1_000_000, 1, 1_000_000_000),
-      maxBytes: intSetting(env, 'LDBOX_JOBS_MAX_BYTES', 1024 * MiB, MiB, Number.MAX_SAFE_INTEGER),
-      duplicateWindowMs: intSetting(env, 'LDBOX_JOBS_DUPLICATE_WINDOW_MS', 120_000, 1000, 86_400_000),
-      replicas: intSetting(env, 'LDBOX_JOBS_REPLICAS', 1, 1, 5),
+      maxMsgs: intSetting(env, S.jobsMaxMsgs),
+      maxBytes: sizeSetting(env, S.jobsMaxBytes),
+      duplicateWindowMs: intSetting(env, S.jobsDuplicateWindowMs),
+      replicas: intSetting(env, S.jobsReplicas),
     },
-    idempotencyTtlMs: intSetting(env, 'LDBOX_IDEMPOTENCY_TTL_MS', 86_400_000, 60_000, 30 * 86_400_000),
-    publishTimeoutMs: intSetting(env, 'LDBOX_PUBLISH_TIMEOUT_MS', 5000, 100, 60_000),
+    idempotencyTtlMs: intSetting(env, S.idempotencyTtlMs),
+    publishTimeoutMs: intSetting(env, S.publishTimeoutMs),
   };
 }

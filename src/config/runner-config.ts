@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import type { BuiltinConfig } from '../../runner/builtins/index.js';
 import { EgressConfigError, EgressGuard } from '../../runner/builtins/http/egress-guard.js';
-import { ConfigError, type Env, hostSetting, intSetting, listSetting, optionalSecret } from './env-parsers.js';
+import { ConfigError, type Env, hostSetting, intSetting, listSetting, MAX_TIMEOUT_MS, optionalSecret, type SettingSpec, sizeSetting } from './env-parsers.js';
 
 const MiB = 1024 * 1024;
 
@@ -43,6 +43,34 @@ export interface PoolConfig {
   builtins: BuiltinConfig;
 }
 
+/** The runner's settings (also those of `ldbox run`, which runs the same pool). */
+const S = {
+  host: { kind: 'text', name: 'LDBOX_RUNNER_HOST', shown: '127.0.0.1', meaning: 'address the runner binds; set 0.0.0.0 only together with LDBOX_RUNNER_TOKEN' },
+  port: { kind: 'int', name: 'LDBOX_RUNNER_PORT', fallback: 50051, min: 0, max: 65535, meaning: 'runner port: gRPC, gRPC-Web and Connect (0 = any free port)' },
+  token: { kind: 'text', name: 'LDBOX_RUNNER_TOKEN', shown: 'unset', meaning: 'when set (at least 16 characters), calls need `Authorization: Bearer <token>`' },
+  poolSize: { kind: 'int', name: 'LDBOX_POOL_SIZE', fallback: 1, shown: 'cores', min: 1, max: 256, meaning: 'worker threads' },
+  poolConcurrency: { kind: 'int', name: 'LDBOX_POOL_CONCURRENCY', fallback: 4, min: 1, max: 64, meaning: 'sandboxes one worker runs at once' },
+  poolMaxQueue: { kind: 'int', name: 'LDBOX_POOL_MAX_QUEUE', fallback: 64, shown: '64 × size', min: 0, max: 1_000_000, meaning: 'calls that may wait for a worker; beyond it RESOURCE_EXHAUSTED' },
+  poolIdleTimeoutMs: { kind: 'int', name: 'LDBOX_POOL_IDLE_TIMEOUT_MS', fallback: 60_000, min: 0, max: 86_400_000, meaning: 'idle timeout of workers above the minimum, ms' },
+  timeoutMs: { kind: 'int', name: 'LDBOX_TIMEOUT_MS', fallback: 30_000, min: 100, max: 3_600_000, meaning: 'default limits.timeoutMs (at most LDBOX_MAX_TIMEOUT_MS)' },
+  maxTimeoutMs: MAX_TIMEOUT_MS,
+  memoryMb: { kind: 'size', name: 'LDBOX_MEMORY_MB', unit: MiB, fallback: 64, min: 8, max: 2000, meaning: 'default limits.memoryBytes, in MiB or with a unit (at most LDBOX_MAX_MEMORY_MB)' },
+  maxMemoryMb: { kind: 'size', name: 'LDBOX_MAX_MEMORY_MB', unit: MiB, fallback: 512, min: 8, max: 2000, meaning: 'largest limits.memoryBytes, in MiB or with a unit' },
+  maxCodeBytes: { kind: 'size', name: 'LDBOX_MAX_CODE_BYTES', fallback: 1 * MiB, min: 1024, max: 64 * MiB, meaning: 'largest code, in bytes or with a unit' },
+  maxInputBytes: { kind: 'size', name: 'LDBOX_MAX_INPUT_BYTES', fallback: 4 * MiB, min: 1024, max: 256 * MiB, meaning: 'largest input + auth as JSON' },
+  maxResultBytes: { kind: 'size', name: 'LDBOX_MAX_RESULT_BYTES', fallback: 8 * MiB, min: 1024, max: 256 * MiB, meaning: 'largest result (JSON + binary bytes)' },
+  maxLogEntries: { kind: 'int', name: 'LDBOX_MAX_LOG_ENTRIES', fallback: 1000, min: 1, max: 1_000_000, meaning: 'most log entries per call' },
+  maxLogBytes: { kind: 'size', name: 'LDBOX_MAX_LOG_BYTES', fallback: 1 * MiB, min: 1024, max: 64 * MiB, meaning: 'most log characters per call' },
+  workerHeapMb: { kind: 'size', name: 'LDBOX_WORKER_HEAP_MB', unit: MiB, fallback: 512, min: 64, max: 16_384, meaning: 'V8 heap of a worker, in MiB or with a unit; a worker over it is replaced' },
+  recycleAboveMb: { kind: 'size', name: 'LDBOX_RECYCLE_ABOVE_MB', unit: MiB, fallback: 32, min: 16, max: 4096, meaning: 'a WASM module whose memory grew past this (MiB or with a unit) is replaced after the call' },
+  egressAllow: { kind: 'text', name: 'LDBOX_EGRESS_ALLOW', shown: 'empty', meaning: 'hosts (api.internal, *.internal), IPs and CIDRs ld.request may reach despite the private-address guard, comma-separated' },
+  maxResponseBytes: { kind: 'size', name: 'LDBOX_MAX_RESPONSE_BYTES', fallback: 32 * MiB, min: 1024, max: 1024 * MiB, meaning: 'largest response body ld.request reads' },
+  maxRequestsPerCall: { kind: 'int', name: 'LDBOX_MAX_REQUESTS_PER_CALL', fallback: 100, min: 1, max: 100_000, meaning: 'most ld.request/ld.cloudRequest calls one call may make' },
+} as const satisfies Record<string, SettingSpec>;
+
+/** Every setting the runner reads, for `--help` and the unknown-variable warning. */
+export const RUNNER_SETTINGS: readonly SettingSpec[] = Object.values(S);
+
 /**
  * Reads the runner's configuration from the environment (nothing else reads `process.env`).
  * Defaults suit a 2-core machine: one worker per core, a few sandboxes per worker for calls that
@@ -50,42 +78,42 @@ export interface PoolConfig {
  */
 export function loadRunnerConfig(env: Env): RunnerConfig {
   const cores = availableParallelism();
-  const maxTimeoutMs = intSetting(env, 'LDBOX_MAX_TIMEOUT_MS', 120_000, 100, 3_600_000);
-  const defaultTimeoutMs = intSetting(env, 'LDBOX_TIMEOUT_MS', Math.min(30_000, maxTimeoutMs), 100, 3_600_000);
+  const maxTimeoutMs = intSetting(env, S.maxTimeoutMs);
+  const defaultTimeoutMs = intSetting(env, S.timeoutMs, Math.min(S.timeoutMs.fallback, maxTimeoutMs));
   if (defaultTimeoutMs > maxTimeoutMs) {
     throw new ConfigError(`LDBOX_TIMEOUT_MS (${defaultTimeoutMs}) must not exceed LDBOX_MAX_TIMEOUT_MS (${maxTimeoutMs})`);
   }
-  const maxMemoryMb = intSetting(env, 'LDBOX_MAX_MEMORY_MB', 512, 8, 2000);
-  const defaultMemoryMb = intSetting(env, 'LDBOX_MEMORY_MB', Math.min(64, maxMemoryMb), 8, 2000);
+  const maxMemoryMb = sizeSetting(env, S.maxMemoryMb);
+  const defaultMemoryMb = sizeSetting(env, S.memoryMb, Math.min(S.memoryMb.fallback, maxMemoryMb));
   if (defaultMemoryMb > maxMemoryMb) {
     throw new ConfigError(`LDBOX_MEMORY_MB (${defaultMemoryMb}) must not exceed LDBOX_MAX_MEMORY_MB (${maxMemoryMb})`);
   }
-  const size = intSetting(env, 'LDBOX_POOL_SIZE', Math.max(1, cores), 1, 256);
+  const size = intSetting(env, S.poolSize, Math.max(1, cores));
   return {
-    host: hostSetting(env, 'LDBOX_RUNNER_HOST', '127.0.0.1'),
-    port: intSetting(env, 'LDBOX_RUNNER_PORT', 50051, 0, 65535),
-    token: optionalSecret(env, 'LDBOX_RUNNER_TOKEN', 16),
-    maxCodeBytes: intSetting(env, 'LDBOX_MAX_CODE_BYTES', 1 * MiB, 1024, 64 * MiB),
-    maxInputBytes: intSetting(env, 'LDBOX_MAX_INPUT_BYTES', 4 * MiB, 1024, 256 * MiB),
+    host: hostSetting(env, S.host),
+    port: intSetting(env, S.port),
+    token: optionalSecret(env, S.token.name, 16),
+    maxCodeBytes: sizeSetting(env, S.maxCodeBytes),
+    maxInputBytes: sizeSetting(env, S.maxInputBytes),
     pool: {
       size,
-      concurrentPerWorker: intSetting(env, 'LDBOX_POOL_CONCURRENCY', 4, 1, 64),
-      maxQueue: intSetting(env, 'LDBOX_POOL_MAX_QUEUE', 64 * size, 0, 1_000_000),
-      idleTimeoutMs: intSetting(env, 'LDBOX_POOL_IDLE_TIMEOUT_MS', 60_000, 0, 86_400_000),
+      concurrentPerWorker: intSetting(env, S.poolConcurrency),
+      maxQueue: intSetting(env, S.poolMaxQueue, S.poolMaxQueue.fallback * size),
+      idleTimeoutMs: intSetting(env, S.poolIdleTimeoutMs),
       defaultTimeoutMs,
       maxTimeoutMs,
       defaultMemoryBytes: defaultMemoryMb * MiB,
       maxMemoryBytes: maxMemoryMb * MiB,
       minMemoryBytes: 4 * MiB,
-      maxResultBytes: intSetting(env, 'LDBOX_MAX_RESULT_BYTES', 8 * MiB, 1024, 256 * MiB),
-      maxLogEntries: intSetting(env, 'LDBOX_MAX_LOG_ENTRIES', 1000, 1, 1_000_000),
-      maxLogChars: intSetting(env, 'LDBOX_MAX_LOG_BYTES', 1 * MiB, 1024, 64 * MiB),
-      workerHeapMb: intSetting(env, 'LDBOX_WORKER_HEAP_MB', 512, 64, 16_384),
-      recycleAboveBytes: intSetting(env, 'LDBOX_RECYCLE_ABOVE_MB', 32, 16, 4096) * MiB,
+      maxResultBytes: sizeSetting(env, S.maxResultBytes),
+      maxLogEntries: intSetting(env, S.maxLogEntries),
+      maxLogChars: sizeSetting(env, S.maxLogBytes),
+      workerHeapMb: sizeSetting(env, S.workerHeapMb),
+      recycleAboveBytes: sizeSetting(env, S.recycleAboveMb) * MiB,
       builtins: {
         egressAllow: egressAllowSetting(env),
-        maxResponseBytes: intSetting(env, 'LDBOX_MAX_RESPONSE_BYTES', 32 * MiB, 1024, 1024 * MiB),
-        maxRequestsPerCall: intSetting(env, 'LDBOX_MAX_REQUESTS_PER_CALL', 100, 1, 100_000),
+        maxResponseBytes: sizeSetting(env, S.maxResponseBytes),
+        maxRequestsPerCall: intSetting(env, S.maxRequestsPerCall),
       },
     },
   };
@@ -93,7 +121,7 @@ export function loadRunnerConfig(env: Env): RunnerConfig {
 
 /** LDBOX_EGRESS_ALLOW: hosts (`api.example.com`, `*.example.com`), IPs and CIDRs, comma-separated. */
 function egressAllowSetting(env: Env): string[] {
-  const list = listSetting(env, 'LDBOX_EGRESS_ALLOW');
+  const list = listSetting(env, S.egressAllow.name);
   try {
     new EgressGuard(list);
   } catch (err) {

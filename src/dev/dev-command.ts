@@ -14,9 +14,11 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { type Env, intSetting, stringSetting } from '../config/env-parsers.js';
+import { loadDevConfig, type DevConfig } from '../config/dev-config.js';
+import type { Env } from '../config/env-parsers.js';
 import { loadExecutorConfig } from '../config/executor-config.js';
 import { loadGatewayConfig } from '../config/gateway-config.js';
+import { loadLogLevel } from '../config/log-config.js';
 import { loadRunnerConfig } from '../config/runner-config.js';
 import { startExecutor } from '../executor/index.js';
 import { createLogger } from '../logging/logger.js';
@@ -32,9 +34,10 @@ export interface DevIo {
 
 /** Runs until `stop` resolves (or the local nats-server dies); returns the exit code. */
 export async function runDev(env: Env, io: DevIo, stop: Promise<void>): Promise<number> {
-  const dataDir = resolve(stringSetting(env, 'LDBOX_DATA_DIR', '.ldbox'));
+  const devConfig = loadDevConfig(env);
+  const level = loadLogLevel(env);
+  const dataDir = resolve(devConfig.dataDir);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const level = env.LDBOX_LOG_LEVEL ?? 'info';
   const adminToken = env.LDBOX_ADMIN_TOKEN || keptToken(join(dataDir, 'admin-token'));
   const runnerToken = env.LDBOX_RUNNER_TOKEN || keptToken(join(dataDir, 'runner-token'));
 
@@ -59,7 +62,7 @@ export async function runDev(env: Env, io: DevIo, stop: Promise<void>): Promise<
         io.stderr(`ldbox dev needs nats-server: ${(err as Error).message}\n(or point NATS_URL at a running nats-server with JetStream)\n`);
         return 1;
       }
-      const port = await natsPort(env, io);
+      const port = await natsPort(devConfig, io);
       nats = await startLocalNats(bin, join(dataDir, 'nats'), port);
       cleanups.push(() => nats!.stop());
       natsUrl = nats.url;
@@ -123,12 +126,11 @@ function keptToken(file: string): string {
 }
 
 /** LDBOX_NATS_PORT, or 4222, or any free port when 4222 is taken and no port was asked for. */
-async function natsPort(env: Env, io: DevIo): Promise<number> {
-  const asked = env.LDBOX_NATS_PORT !== undefined && env.LDBOX_NATS_PORT !== '';
-  const port = intSetting(env, 'LDBOX_NATS_PORT', 4222, 0, 65535);
+async function natsPort(config: DevConfig, io: DevIo): Promise<number> {
+  const port = config.natsPort;
   if (port === 0) return anyFreePort();
   if (await portIsFree(port)) return port;
-  if (asked) throw new Error(`LDBOX_NATS_PORT ${port} is in use`);
+  if (config.natsPortAsked) throw new Error(`LDBOX_NATS_PORT ${port} is in use`);
   const other = await anyFreePort();
   io.stderr(`port ${port} is in use (another NATS?): the local nats-server takes port ${other}\n`);
   return other;

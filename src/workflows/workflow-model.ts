@@ -101,7 +101,13 @@ export interface WorkflowDraft {
   rateLimitPerSecond: number;
 }
 
-const WORKSPACE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/**
+ * A workspace name is a KV key (`ldbox-workspaces`) and may become a subject token: dot-separated tokens of
+ * A-Z a-z 0-9 _ -, so no empty token (leading, trailing or double dot), no wildcard (`*`, `>`), no whitespace.
+ */
+const WORKSPACE = /^[A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*$/;
+/** Longest workspace name, in characters. */
+export const MAX_WORKSPACE_CHARS = 64;
 const NODE_ID = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
 const RESERVED_NODE_IDS = new Set(['__proto__', 'constructor', 'prototype']);
 // C0, DEL and C1 control characters, and the line/paragraph separators.
@@ -111,16 +117,23 @@ function invalid(field: string, message: string): WorkflowValidationError {
   return new WorkflowValidationError(field, message);
 }
 
-/** True when `s` is a valid workspace name (1 to 64 of A-Z a-z 0-9 . _ -, starting with a letter or digit). */
+/**
+ * True when `s` is a valid workspace name: 1 to 64 characters, tokens of A-Z a-z 0-9 _ - separated by single
+ * dots, starting with a letter or digit.
+ */
 export function isWorkspaceName(s: string): boolean {
-  return WORKSPACE.test(s);
+  return s.length <= MAX_WORKSPACE_CHARS && WORKSPACE.test(s);
 }
 
 /** Throws the refusal of a bad workspace name in `field`. */
 export function checkWorkspaceName(s: string, field = 'workspace'): void {
   if (s === '') throw invalid(field, `${field} is required`);
+  if (s.length > MAX_WORKSPACE_CHARS) throw invalid(field, `${field} must be at most ${MAX_WORKSPACE_CHARS} characters, got ${s.length}`);
   if (!WORKSPACE.test(s)) {
-    throw invalid(field, `${field} must be 1 to 64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit, got ${JSON.stringify(s)}`);
+    throw invalid(
+      field,
+      `${field} must be tokens of A-Z a-z 0-9 _ - separated by single dots, starting with a letter or digit (no whitespace, * or >, no leading, trailing or double dot), got ${JSON.stringify(s)}`,
+    );
   }
 }
 

@@ -95,27 +95,27 @@ t.test('LDBOX_RUNNER_URLS: a comma-separated list, blanks ignored, trailing slas
 
 t.test('exact messages', async (t) => {
   // Whole numbers.
-  t.equal(configError({ LDBOX_EXECUTOR_PORT: 'abc' }), 'LDBOX_EXECUTOR_PORT must be a whole number, got "abc"');
-  t.equal(configError({ LDBOX_EXECUTOR_PORT: '80.5' }), 'LDBOX_EXECUTOR_PORT must be a whole number, got "80.5"');
-  t.equal(configError({ LDBOX_EXECUTOR_PORT: '-1' }), 'LDBOX_EXECUTOR_PORT must be a whole number, got "-1"');
-  t.equal(configError({ LDBOX_EXECUTOR_PORT: '1e3' }), 'LDBOX_EXECUTOR_PORT must be a whole number, got "1e3"');
-  t.equal(configError({ LDBOX_EXECUTOR_PORT: '0x50' }), 'LDBOX_EXECUTOR_PORT must be a whole number, got "0x50"');
+  t.equal(configError({ LDBOX_EXECUTOR_PORT: 'abc' }), 'LDBOX_EXECUTOR_PORT must be a whole number from 0 to 65535, got "abc"');
+  t.equal(configError({ LDBOX_EXECUTOR_PORT: '80.5' }), 'LDBOX_EXECUTOR_PORT must be a whole number from 0 to 65535, got "80.5"');
+  t.equal(configError({ LDBOX_EXECUTOR_PORT: '-1' }), 'LDBOX_EXECUTOR_PORT must be a whole number from 0 to 65535, got "-1"');
+  t.equal(configError({ LDBOX_EXECUTOR_PORT: '1e3' }), 'LDBOX_EXECUTOR_PORT must be a whole number from 0 to 65535, got "1e3"');
+  t.equal(configError({ LDBOX_EXECUTOR_PORT: '0x50' }), 'LDBOX_EXECUTOR_PORT must be a whole number from 0 to 65535, got "0x50"');
   t.equal(configError({ LDBOX_EXECUTOR_PORT: '65536' }), 'LDBOX_EXECUTOR_PORT must be from 0 to 65535, got 65536');
-  t.equal(configError({ LDBOX_EXECUTOR_CONCURRENCY: 'many' }), 'LDBOX_EXECUTOR_CONCURRENCY must be a whole number, got "many"');
+  t.equal(configError({ LDBOX_EXECUTOR_CONCURRENCY: 'many' }), 'LDBOX_EXECUTOR_CONCURRENCY must be a whole number from 1 to 1024, got "many"');
   t.equal(configError({ LDBOX_EXECUTOR_CONCURRENCY: '0' }), 'LDBOX_EXECUTOR_CONCURRENCY must be from 1 to 1024, got 0');
   t.equal(configError({ LDBOX_EXECUTOR_CONCURRENCY: '1025' }), 'LDBOX_EXECUTOR_CONCURRENCY must be from 1 to 1024, got 1025');
-  t.equal(configError({ LDBOX_EXECUTOR_ACK_WAIT_MS: '30s' }), 'LDBOX_EXECUTOR_ACK_WAIT_MS must be a whole number, got "30s"');
+  t.equal(configError({ LDBOX_EXECUTOR_ACK_WAIT_MS: '30s' }), 'LDBOX_EXECUTOR_ACK_WAIT_MS must be a whole number from 1000 to 3600000, got "30s"');
   t.equal(configError({ LDBOX_EXECUTOR_ACK_WAIT_MS: '999' }), 'LDBOX_EXECUTOR_ACK_WAIT_MS must be from 1000 to 3600000, got 999');
   t.equal(configError({ LDBOX_EXECUTOR_ACK_WAIT_MS: '3600001' }), 'LDBOX_EXECUTOR_ACK_WAIT_MS must be from 1000 to 3600000, got 3600001');
-  t.equal(configError({ LDBOX_EXECUTOR_MAX_ATTEMPTS: 'five' }), 'LDBOX_EXECUTOR_MAX_ATTEMPTS must be a whole number, got "five"');
+  t.equal(configError({ LDBOX_EXECUTOR_MAX_ATTEMPTS: 'five' }), 'LDBOX_EXECUTOR_MAX_ATTEMPTS must be a whole number from 1 to 100, got "five"');
   t.equal(configError({ LDBOX_EXECUTOR_MAX_ATTEMPTS: '0' }), 'LDBOX_EXECUTOR_MAX_ATTEMPTS must be from 1 to 100, got 0');
   t.equal(configError({ LDBOX_EXECUTOR_MAX_ATTEMPTS: '101' }), 'LDBOX_EXECUTOR_MAX_ATTEMPTS must be from 1 to 100, got 101');
-  t.equal(configError({ LDBOX_MAX_TIMEOUT_MS: '2m' }), 'LDBOX_MAX_TIMEOUT_MS must be a whole number, got "2m"');
+  t.equal(configError({ LDBOX_MAX_TIMEOUT_MS: '2m' }), 'LDBOX_MAX_TIMEOUT_MS must be a whole number from 100 to 3600000, got "2m"');
   t.equal(configError({ LDBOX_MAX_TIMEOUT_MS: '99' }), 'LDBOX_MAX_TIMEOUT_MS must be from 100 to 3600000, got 99');
   t.equal(configError({ LDBOX_MAX_TIMEOUT_MS: '3600001' }), 'LDBOX_MAX_TIMEOUT_MS must be from 100 to 3600000, got 3600001');
   t.equal(
     configError({ LDBOX_EXECUTOR_PORT: '99999999999999999999' }),
-    'LDBOX_EXECUTOR_PORT must be a whole number, got "99999999999999999999"',
+    'LDBOX_EXECUTOR_PORT must be a whole number from 0 to 65535, got "99999999999999999999"',
     'beyond a safe integer',
   );
 

@@ -63,15 +63,15 @@ t.test('exact messages', async (t) => {
   t.equal(configError({ LDBOX_ADMIN_TOKEN: '' }), configError({ LDBOX_ADMIN_TOKEN: undefined }), 'empty = unset');
   t.equal(configError({ LDBOX_ADMIN_TOKEN: 'short' }), 'LDBOX_ADMIN_TOKEN must be at least 16 characters long');
   t.equal(configError({ LDBOX_ADMIN_TOKEN: 'has space 0123456789' }), 'LDBOX_ADMIN_TOKEN must not contain whitespace');
-  t.equal(configError({ LDBOX_GATEWAY_PORT: 'abc' }), 'LDBOX_GATEWAY_PORT must be a whole number, got "abc"');
+  t.equal(configError({ LDBOX_GATEWAY_PORT: 'abc' }), 'LDBOX_GATEWAY_PORT must be a whole number from 0 to 65535, got "abc"');
   t.equal(configError({ LDBOX_GATEWAY_PORT: '70000' }), 'LDBOX_GATEWAY_PORT must be from 0 to 65535, got 70000');
   t.equal(configError({ LDBOX_GATEWAY_HOST: 'a b' }), 'LDBOX_GATEWAY_HOST must be a host name or IP address, got "a b"');
   t.equal(configError({ LDBOX_BASE_URL: 'ftp://x' }), 'LDBOX_BASE_URL must be an http or https URL without credentials, query or fragment, got "ftp://x"');
   t.equal(configError({ LDBOX_BASE_URL: 'not a url' }), 'LDBOX_BASE_URL must be an absolute http or https URL, got "not a url"');
   t.equal(configError({ NATS_URL: 'http://x' }), 'NATS_URL must be nats://host:port (or host:port), got "http://x"');
-  t.equal(configError({ LDBOX_WEBHOOK_RATE: '-1' }), 'LDBOX_WEBHOOK_RATE must be a whole number, got "-1"');
+  t.equal(configError({ LDBOX_WEBHOOK_RATE: '-1' }), 'LDBOX_WEBHOOK_RATE must be a whole number from 0 to 100000, got "-1"');
   t.equal(configError({ LDBOX_WEBHOOK_RATE: '100001' }), 'LDBOX_WEBHOOK_RATE must be from 0 to 100000, got 100001');
-  t.equal(configError({ LDBOX_MAX_BODY_BYTES: '10' }), 'LDBOX_MAX_BODY_BYTES must be from 1024 to 67108864, got 10');
+  t.equal(configError({ LDBOX_MAX_BODY_BYTES: '10' }), 'LDBOX_MAX_BODY_BYTES must be from 1KiB to 64MiB, got "10" (10 bytes)');
   t.equal(configError({ LDBOX_JOBS_MAX_MSGS: '0' }), 'LDBOX_JOBS_MAX_MSGS must be from 1 to 1000000000, got 0');
   t.equal(configError({ LDBOX_JOBS_REPLICAS: '6' }), 'LDBOX_JOBS_REPLICAS must be from 1 to 5, got 6');
   t.equal(configError({ LDBOX_PUBLISH_TIMEOUT_MS: '50' }), 'LDBOX_PUBLISH_TIMEOUT_MS must be from 100 to 60000, got 50');

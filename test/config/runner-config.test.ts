@@ -91,14 +91,14 @@ t.test('values are read and filled in', async (t) => {
 
 t.test('whole numbers', async (t) => {
   const cases: [string, string, string][] = [
-    ['LDBOX_POOL_SIZE', 'abc', 'LDBOX_POOL_SIZE must be a whole number, got "abc"'],
-    ['LDBOX_POOL_SIZE', '1.5', 'LDBOX_POOL_SIZE must be a whole number, got "1.5"'],
-    ['LDBOX_POOL_SIZE', '-1', 'LDBOX_POOL_SIZE must be a whole number, got "-1"'],
-    ['LDBOX_POOL_SIZE', '1e2', 'LDBOX_POOL_SIZE must be a whole number, got "1e2"'],
-    ['LDBOX_POOL_SIZE', '0x10', 'LDBOX_POOL_SIZE must be a whole number, got "0x10"'],
-    ['LDBOX_POOL_SIZE', '99999999999999999999', 'LDBOX_POOL_SIZE must be a whole number, got "99999999999999999999"'],
-    ['LDBOX_RUNNER_PORT', '80a', 'LDBOX_RUNNER_PORT must be a whole number, got "80a"'],
-    ['LDBOX_TIMEOUT_MS', '1s', 'LDBOX_TIMEOUT_MS must be a whole number, got "1s"'],
+    ['LDBOX_POOL_SIZE', 'abc', 'LDBOX_POOL_SIZE must be a whole number from 1 to 256, got "abc"'],
+    ['LDBOX_POOL_SIZE', '1.5', 'LDBOX_POOL_SIZE must be a whole number from 1 to 256, got "1.5"'],
+    ['LDBOX_POOL_SIZE', '-1', 'LDBOX_POOL_SIZE must be a whole number from 1 to 256, got "-1"'],
+    ['LDBOX_POOL_SIZE', '1e2', 'LDBOX_POOL_SIZE must be a whole number from 1 to 256, got "1e2"'],
+    ['LDBOX_POOL_SIZE', '0x10', 'LDBOX_POOL_SIZE must be a whole number from 1 to 256, got "0x10"'],
+    ['LDBOX_POOL_SIZE', '99999999999999999999', 'LDBOX_POOL_SIZE must be a whole number from 1 to 256, got "99999999999999999999"'],
+    ['LDBOX_RUNNER_PORT', '80a', 'LDBOX_RUNNER_PORT must be a whole number from 0 to 65535, got "80a"'],
+    ['LDBOX_TIMEOUT_MS', '1s', 'LDBOX_TIMEOUT_MS must be a whole number from 100 to 3600000, got "1s"'],
   ];
   for (const [name, value, message] of cases) {
     const err = configError({ [name]: value });
@@ -119,17 +119,17 @@ t.test('ranges', async (t) => {
     ['LDBOX_MAX_TIMEOUT_MS', '99', 'LDBOX_MAX_TIMEOUT_MS must be from 100 to 3600000, got 99'],
     ['LDBOX_MAX_TIMEOUT_MS', '3600001', 'LDBOX_MAX_TIMEOUT_MS must be from 100 to 3600000, got 3600001'],
     ['LDBOX_TIMEOUT_MS', '99', 'LDBOX_TIMEOUT_MS must be from 100 to 3600000, got 99'],
-    ['LDBOX_MAX_MEMORY_MB', '7', 'LDBOX_MAX_MEMORY_MB must be from 8 to 2000, got 7'],
-    ['LDBOX_MAX_MEMORY_MB', '2001', 'LDBOX_MAX_MEMORY_MB must be from 8 to 2000, got 2001'],
-    ['LDBOX_MEMORY_MB', '7', 'LDBOX_MEMORY_MB must be from 8 to 2000, got 7'],
-    ['LDBOX_MAX_CODE_BYTES', '1023', 'LDBOX_MAX_CODE_BYTES must be from 1024 to 67108864, got 1023'],
-    ['LDBOX_MAX_INPUT_BYTES', '1023', 'LDBOX_MAX_INPUT_BYTES must be from 1024 to 268435456, got 1023'],
-    ['LDBOX_MAX_RESULT_BYTES', '1023', 'LDBOX_MAX_RESULT_BYTES must be from 1024 to 268435456, got 1023'],
+    ['LDBOX_MAX_MEMORY_MB', '7', 'LDBOX_MAX_MEMORY_MB must be from 8MiB to 2000MiB, got "7" (7340032 bytes)'],
+    ['LDBOX_MAX_MEMORY_MB', '2001', 'LDBOX_MAX_MEMORY_MB must be from 8MiB to 2000MiB, got "2001" (2098200576 bytes)'],
+    ['LDBOX_MEMORY_MB', '7', 'LDBOX_MEMORY_MB must be from 8MiB to 2000MiB, got "7" (7340032 bytes)'],
+    ['LDBOX_MAX_CODE_BYTES', '1023', 'LDBOX_MAX_CODE_BYTES must be from 1KiB to 64MiB, got "1023" (1023 bytes)'],
+    ['LDBOX_MAX_INPUT_BYTES', '1023', 'LDBOX_MAX_INPUT_BYTES must be from 1KiB to 256MiB, got "1023" (1023 bytes)'],
+    ['LDBOX_MAX_RESULT_BYTES', '1023', 'LDBOX_MAX_RESULT_BYTES must be from 1KiB to 256MiB, got "1023" (1023 bytes)'],
     ['LDBOX_MAX_LOG_ENTRIES', '0', 'LDBOX_MAX_LOG_ENTRIES must be from 1 to 1000000, got 0'],
-    ['LDBOX_MAX_LOG_BYTES', '1023', 'LDBOX_MAX_LOG_BYTES must be from 1024 to 67108864, got 1023'],
-    ['LDBOX_WORKER_HEAP_MB', '63', 'LDBOX_WORKER_HEAP_MB must be from 64 to 16384, got 63'],
-    ['LDBOX_RECYCLE_ABOVE_MB', '15', 'LDBOX_RECYCLE_ABOVE_MB must be from 16 to 4096, got 15'],
-    ['LDBOX_MAX_RESPONSE_BYTES', '1023', 'LDBOX_MAX_RESPONSE_BYTES must be from 1024 to 1073741824, got 1023'],
+    ['LDBOX_MAX_LOG_BYTES', '1023', 'LDBOX_MAX_LOG_BYTES must be from 1KiB to 64MiB, got "1023" (1023 bytes)'],
+    ['LDBOX_WORKER_HEAP_MB', '63', 'LDBOX_WORKER_HEAP_MB must be from 64MiB to 16GiB, got "63" (66060288 bytes)'],
+    ['LDBOX_RECYCLE_ABOVE_MB', '15', 'LDBOX_RECYCLE_ABOVE_MB must be from 16MiB to 4GiB, got "15" (15728640 bytes)'],
+    ['LDBOX_MAX_RESPONSE_BYTES', '1023', 'LDBOX_MAX_RESPONSE_BYTES must be from 1KiB to 1GiB, got "1023" (1023 bytes)'],
     ['LDBOX_MAX_REQUESTS_PER_CALL', '0', 'LDBOX_MAX_REQUESTS_PER_CALL must be from 1 to 100000, got 0'],
   ];
   for (const [name, value, message] of cases) {

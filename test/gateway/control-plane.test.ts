@@ -124,7 +124,7 @@ t.test('control plane', async (t) => {
     t.equal((await rpc(base, 'GetWorkspace', { name: 'new-ws' }, svc)).json.workspace.monthlyBudgetUnits, '500');
     const bad = await rpc(base, 'GetWorkspace', { name: '-bad' }, svc);
     t.equal(bad.status, 400);
-    t.same(bad.json, { code: 'invalid_argument', message: 'name must be 1 to 64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit, got "-bad"' });
+    t.same(bad.json, { code: 'invalid_argument', message: 'name must be tokens of A-Z a-z 0-9 _ - separated by single dots, starting with a letter or digit (no whitespace, * or >, no leading, trailing or double dot), got "-bad"' });
   });
 
   await t.test('healthz, readyz, metrics', async (t) => {

@@ -1,0 +1,32 @@
+/**
+ * A configuration error of any command: exit code 2 and exactly one line on stderr, naming the variable
+ * and the accepted values, no stack; nothing on stdout.
+ */
+import t from 'tap';
+import { ldbox } from '../helpers/ldbox-cli.js';
+
+const TOKEN = { LDBOX_ADMIN_TOKEN: 'test-admin-token-0123456789' };
+
+t.test('each command refuses a bad setting with exit 2 and one line', async (t) => {
+  const cases: [string[], Record<string, string>, string][] = [
+    [['runner'], { LDBOX_LOG_LEVEL: 'verbose' }, 'LDBOX_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"'],
+    [['gateway'], { ...TOKEN, LDBOX_LOG_LEVEL: 'verbose' }, 'LDBOX_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"'],
+    [['executor'], { LDBOX_LOG_LEVEL: 'loud' }, 'LDBOX_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"'],
+    [['dev'], { LDBOX_LOG_LEVEL: 'verbose' }, 'LDBOX_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"'],
+    [['runner'], { LDBOX_POOL_SIZE: 'abc' }, 'LDBOX_POOL_SIZE must be a whole number from 1 to 256, got "abc"'],
+    [['runner'], { LDBOX_MAX_RESULT_BYTES: '8M' }, 'LDBOX_MAX_RESULT_BYTES must name its unit unambiguously: "8M" could be 8MiB (8388608 bytes) or 8MB (8000000 bytes)'],
+    [['runner'], { LDBOX_MAX_MEMORY_MB: 'lots' }, 'LDBOX_MAX_MEMORY_MB must be a size: MiB (64) or a number with a unit (512KiB, 8MiB, 1GiB, 8MB), got "lots"'],
+    [['gateway'], { ...TOKEN, LDBOX_MAX_BODY_BYTES: '1GiB' }, 'LDBOX_MAX_BODY_BYTES must be from 1KiB to 64MiB, got "1GiB" (1073741824 bytes)'],
+    [['gateway'], {}, 'LDBOX_ADMIN_TOKEN is required: the control plane (WorkflowService) accepts only `Authorization: Bearer $LDBOX_ADMIN_TOKEN`'],
+    [['executor'], { LDBOX_EXECUTOR_PORT: '70000' }, 'LDBOX_EXECUTOR_PORT must be from 0 to 65535, got 70000'],
+    [['dev'], { LDBOX_NATS_PORT: 'x' }, 'LDBOX_NATS_PORT must be a whole number from 0 to 65535, got "x"'],
+    [['run', 'examples/hello.js'], { LDBOX_MAX_CODE_BYTES: '2 bananas' }, 'LDBOX_MAX_CODE_BYTES must be a size: bytes (1048576) or a number with a unit (512KiB, 8MiB, 1GiB, 8MB), got "2 bananas"'],
+  ];
+  for (const [args, env, message] of cases) {
+    const what = `${args.join(' ')} ${JSON.stringify(env)}`;
+    const r = await ldbox(args, { LDBOX_DATA_DIR: t.testdirName, ...env });
+    t.equal(r.code, 2, `exit code, ${what}`);
+    t.equal(r.stderr, `configuration error: ${message}\n`, `stderr, ${what}`);
+    t.equal(r.stdout, '', `stdout, ${what}`);
+  }
+});
