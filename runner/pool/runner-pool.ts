@@ -124,7 +124,10 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
     modules: {
       maxIdlePerCap: config.concurrentPerWorker,
       recycleAboveBytes: config.recycleAboveBytes,
-      maxCallsPerModule: 5000,
+      // Every call starts from the module's snapshot, so a module does not age with use; replacing it
+      // anyway (every 5000 calls before) cost a new instance and realm, and left the old memory for the
+      // GC to find: the RSS saw-tooth of bench/execute.ts (c). A module whose memory grew is still replaced.
+      maxCallsPerModule: Number.MAX_SAFE_INTEGER,
     },
     defaultMemoryBytes: config.defaultMemoryBytes,
     requests: {

@@ -165,9 +165,9 @@ function randomSeed(): number[] {
     randomFillSync(seedWords);
     seedNext = 0;
   }
-  const seed = Array.from(seedWords.subarray(seedNext, seedNext + 4));
+  const at = seedNext;
   seedNext += 4;
-  return seed;
+  return [seedWords[at]!, seedWords[at + 1]!, seedWords[at + 2]!, seedWords[at + 3]!];
 }
 
 class OutOfMemoryDuringSetup extends Error {}
