@@ -16,6 +16,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { JsonObject, JsonValue } from '@bufbuild/protobuf';
 import { WEBHOOK_SECRET_QUERY_PARAMETER } from '../src/workflows/webhook-secret.js';
+import { jsonShape } from '../src/json/json-shape.js';
 import { WebhookError } from './webhook-errors.js';
 
 export type BodyKind = 'json' | 'form';
@@ -111,26 +112,6 @@ function tooLarge(declared: number | undefined, limit: number): WebhookError {
  */
 export const MAX_BODY_DEPTH = 24;
 
-/** The deepest nesting of arrays/objects in JSON text, counted without parsing (strings skipped); stops past `limit`. */
-export function jsonDepth(text: string, limit = Infinity): number {
-  let depth = 0;
-  let max = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x5b || c === 0x7b) {
-      if (++depth > max) {
-        max = depth;
-        if (max > limit) return max;
-      }
-    } else if (c === 0x5d || c === 0x7d) depth--;
-  }
-  return max;
-}
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -146,7 +127,7 @@ export function parseBody(raw: Buffer, kind: BodyKind): JsonObject {
   if (kind === 'form') return paramsToObject(new URLSearchParams(text));
   // Before parsing: JSON.parse of a deep enough text throws a RangeError (a 500), and a depth it does
   // take would break later steps (templates, protobuf, records) for good.
-  const depth = jsonDepth(text, MAX_BODY_DEPTH);
+  const depth = jsonShape(text, MAX_BODY_DEPTH).depth;
   if (depth > MAX_BODY_DEPTH) {
     throw new WebhookError('body_too_deep', `request body nests objects/arrays more than ${MAX_BODY_DEPTH} levels deep: flatten it or send deep parts as JSON strings`);
   }

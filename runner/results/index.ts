@@ -5,8 +5,9 @@ import { validateNativeDownloadResult, type ValidatedDownload } from './native-d
 import { validateNativeSearchResult } from './native-search-result.js';
 
 import { InvalidResultError } from './invalid-result-error.js';
+import { jsonShape } from '../../src/json/json-shape.js';
 
-export { InvalidResultError };
+export { InvalidResultError, jsonShape };
 export type { ValidatedFile, ValidatedDownload };
 
 export interface ValidatedResult {
@@ -66,27 +67,6 @@ export const MAX_RESULT_DEPTH = 32;
  */
 export const MAX_RESULT_ITEMS = 1_000_000;
 
-/** The nesting depth and the number of values of JSON text, counted without parsing (strings skipped). */
-export function jsonShape(json: string): { depth: number; items: number } {
-  let depth = 0;
-  let max = 0;
-  let items = 0;
-  let inString = false;
-  for (let i = 0; i < json.length; i++) {
-    const c = json.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x2c) items++; // a comma separates two values of the enclosing container
-    else if (c === 0x5b || c === 0x7b) {
-      if (++depth > max) max = depth;
-      const next = json.charCodeAt(i + 1);
-      if (next !== 0x5d && next !== 0x7d) items++; // the first value of a non-empty container
-    } else if (c === 0x5d || c === 0x7d) depth--;
-  }
-  return { depth: max, items };
-}
 
 function toJson(value: unknown): string {
   return JSON.stringify(value, (_k, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString('base64') : v));
