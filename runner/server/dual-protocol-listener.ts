@@ -40,6 +40,9 @@ export interface DualProtocolListener {
  *
  * A first packet may be shorter than the preface, so only the bytes received so far are compared and
  * more are awaited while they are a prefix of it. Test: test/runner/http1-port.test.ts.
+ *
+ * With `options.tls` there is nothing to sniff: ALPN names the protocol (see createTlsListener below;
+ * test: test/runner/runner-tls.test.ts).
  */
 export function createDualProtocolListener(options: DualProtocolListenerOptions): DualProtocolListener {
   if (options.tls) return createTlsListener(options, options.tls);

@@ -3,7 +3,8 @@
  * LDBOX_RUNNER_URLS, called in turn.
  *
  * Balancing: round robin over the runners not in their cool-down. A runner that answers UNAVAILABLE
- * (down, shutting down), RESOURCE_EXHAUSTED (its pool queue is full) or fails at the network level is
+ * (down, shutting down), RESOURCE_EXHAUSTED (its pool queue is full) or fails at the network level (a
+ * refused connection, a TLS handshake that fails: untrusted certificate, client certificate refused) is
  * skipped for {@link COOL_DOWN_MS} and the call goes to the next one; only when every runner refused does
  * the call fail, with {@link RunnerUnavailableError}, which the executor treats as transient (the job is
  * retried later, and recorded as failed once its attempts are used up).

@@ -2,10 +2,11 @@
  * `ldbox runner` as a real child process: a non-loopback LDBOX_RUNNER_HOST with neither token nor client
  * certificates exits 2 with one line naming the settings, before it listens; bad TLS files likewise.
  */
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
 import t from 'tap';
-import { ldbox } from '../helpers/ldbox-cli.js';
+import { BIN, cleanEnv, ldbox } from '../helpers/ldbox-cli.js';
 import { makeTestCertificates } from '../helpers/test-certificates.js';
 
 const REFUSAL =
@@ -42,4 +43,23 @@ t.test('bad TLS files: exit 2 with the exact message', async (t) => {
     t.equal(r.stderr, `configuration error: ${message}\n`, 'stderr');
     t.equal(r.stdout, '', 'stdout');
   }
+});
+
+t.test('with TLS, ldbox runner says it listens on https://', async (t) => {
+  const certs = makeTestCertificates(t.testdir());
+  const child = spawn(process.execPath, [BIN, 'runner'], {
+    env: cleanEnv({ LDBOX_RUNNER_PORT: '0', LDBOX_POOL_SIZE: '1', LDBOX_LOG_LEVEL: 'silent', LDBOX_RUNNER_TLS_CERT: certs.serverCert, LDBOX_RUNNER_TLS_KEY: certs.serverKey }),
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = once(child, 'exit');
+  let out = '';
+  child.stdout.setEncoding('utf8');
+  for await (const chunk of child.stdout) {
+    out += chunk as string;
+    if (out.includes('\n')) break;
+  }
+  t.match(out, /^runner: https:\/\/127\.0\.0\.1:\d+ \(gRPC/, out.trim());
+  child.kill('SIGTERM');
+  const [code] = await exited;
+  t.equal(code, 0, 'stops cleanly on SIGTERM');
 });
