@@ -1,6 +1,7 @@
 import type http from 'node:http';
 import type http2 from 'node:http2';
 import net from 'node:net';
+import tls from 'node:tls';
 
 /** What every HTTP/2 connection without TLS ("prior knowledge", RFC 9113 §3.4) sends first. */
 export const HTTP2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
@@ -13,6 +14,12 @@ export interface DualProtocolListenerOptions {
    * and send nothing cannot pile up sockets. Default 10 s.
    */
   sniffTimeoutMs?: number;
+  /**
+   * When set, the port speaks TLS only: the protocol is chosen by ALPN (`h2`, else HTTP/1.1) and
+   * `sniffTimeoutMs` bounds the handshake. With `requestCert` and `rejectUnauthorized` (mTLS), a client
+   * without a certificate the CA issued is refused during the handshake, before any byte of HTTP.
+   */
+  tls?: tls.TlsOptions;
 }
 
 export interface DualProtocolListener {
@@ -33,8 +40,12 @@ export interface DualProtocolListener {
  *
  * A first packet may be shorter than the preface, so only the bytes received so far are compared and
  * more are awaited while they are a prefix of it. Test: test/runner/http1-port.test.ts.
+ *
+ * With `options.tls` there is nothing to sniff: ALPN names the protocol (see createTlsListener below;
+ * test: test/runner/runner-tls.test.ts).
  */
 export function createDualProtocolListener(options: DualProtocolListenerOptions): DualProtocolListener {
+  if (options.tls) return createTlsListener(options, options.tls);
   const sniffTimeoutMs = options.sniffTimeoutMs ?? 10_000;
   const sniffing = new Set<net.Socket>();
   const server = net.createServer({ noDelay: true }, (socket) => {
@@ -93,6 +104,48 @@ export function createDualProtocolListener(options: DualProtocolListenerOptions)
     close() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const socket of sniffing) socket.destroy();
+      return closed;
+    },
+  };
+}
+
+/**
+ * The TLS variant: node's own `tls.Server` does the handshake (and the client-certificate check), then
+ * each connection goes to `http2` when ALPN chose `h2` and to `http1` otherwise (`http/1.1` or a client
+ * that offered no ALPN).
+ */
+function createTlsListener(options: DualProtocolListenerOptions, tlsOptions: tls.TlsOptions): DualProtocolListener {
+  // Connections still in their handshake, by their TCP socket: close() drops them.
+  const handshaking = new Set<net.Socket>();
+  const server = tls.createServer({
+    ...tlsOptions,
+    ALPNProtocols: ['h2', 'http/1.1'],
+    handshakeTimeout: options.sniffTimeoutMs ?? 10_000,
+    noDelay: true,
+  });
+  server.on('connection', (raw: net.Socket) => {
+    handshaking.add(raw);
+    raw.once('close', () => handshaking.delete(raw));
+  });
+  server.on('secureConnection', (socket: tls.TLSSocket) => {
+    // `_parent` is the TCP socket under a server-side TLSSocket (node's tls.Server wraps it so).
+    const raw = (socket as unknown as { _parent?: net.Socket })._parent;
+    if (raw) handshaking.delete(raw);
+    if (socket.alpnProtocol === 'h2') {
+      options.http2.emit('connection', socket);
+    } else {
+      socket.allowHalfOpen = true;
+      options.http1.emit('connection', socket);
+    }
+  });
+  // A failed handshake (wrong or missing client certificate, a client that does not trust us) is the
+  // client's problem: node destroys the socket; without this listener it would log a warning each time.
+  server.on('tlsClientError', () => {});
+  return {
+    server,
+    close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const socket of handshaking) socket.destroy();
       return closed;
     },
   };

@@ -47,7 +47,8 @@ export interface StartRunnerOptions {
 /**
  * Starts the runner: RunnerService, grpc.health.v1 and server reflection, speaking gRPC, gRPC-Web and
  * Connect, plus `/healthz`, `/readyz` and `/metrics` (ops-routes.ts), all on one port that takes both
- * cleartext HTTP/2 (gRPC clients) and HTTP/1.1 (Prometheus, curl, Connect JSON).
+ * cleartext HTTP/2 (gRPC clients) and HTTP/1.1 (Prometheus, curl, Connect JSON) — or, with
+ * LDBOX_RUNNER_TLS_CERT/_KEY, both over TLS only, chosen by ALPN (test/runner/runner-tls.test.ts).
  *
  * Execute in binary gRPC (by stream, before node's compatibility API) and in uncompressed Connect unary
  * is read by the runner itself (execute-route.ts): connect-node's server costs ~250 µs of CPU per unary
@@ -128,6 +129,15 @@ export async function startRunnerServer(config: RunnerConfig, log: Logger, optio
   const listener = createDualProtocolListener({
     http1: h1server,
     http2: h2server,
+    ...(config.tls === undefined
+      ? {}
+      : {
+          tls: {
+            cert: config.tls.cert,
+            key: config.tls.key,
+            ...(config.tls.clientCa === undefined ? {} : { ca: config.tls.clientCa, requestCert: true, rejectUnauthorized: true }),
+          },
+        }),
     ...(options.sniffTimeoutMs === undefined ? {} : { sniffTimeoutMs: options.sniffTimeoutMs }),
   });
   const server = listener.server;
@@ -143,7 +153,10 @@ export async function startRunnerServer(config: RunnerConfig, log: Logger, optio
   const port = (server.address() as AddressInfo).port;
   health.set('', 'SERVING');
   health.set(RunnerService.typeName, 'SERVING');
-  log.info({ host: config.host, port, workers: config.pool.size, tokenRequired: config.token !== undefined }, 'runner listening');
+  log.info(
+    { host: config.host, port, workers: config.pool.size, tokenRequired: config.token !== undefined, tls: config.tls !== undefined, clientCertRequired: config.tls?.clientCa !== undefined },
+    'runner listening',
+  );
 
   return {
     port,

@@ -172,7 +172,8 @@ async function serve<C extends { host: string }>(
 ): Promise<number> {
   const log = createLogger(role, loadLogLevel(process.env));
   const running = await start(config, log);
-  stdout(`${role}: ${describe(`http://${config.host}:${running.port}`)}\n`);
+  const scheme = 'tls' in config && config.tls ? 'https' : 'http';
+  stdout(`${role}: ${describe(`${scheme}://${config.host}:${running.port}`)}\n`);
   await untilSignal();
   log.info('shutting down');
   await running.close();

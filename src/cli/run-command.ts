@@ -49,7 +49,9 @@ export async function runCommand(argv: readonly string[], env: Env, out: Out): P
   let timeoutMs: number;
   let memoryBytes: number;
   try {
-    config = loadRunnerConfig({ ...env, LDBOX_POOL_SIZE: env.LDBOX_POOL_SIZE ?? '1' });
+    // `run` listens on nothing: the runner's address and TLS settings do not apply to it.
+    const listening = { LDBOX_RUNNER_HOST: undefined, LDBOX_RUNNER_TLS_CERT: undefined, LDBOX_RUNNER_TLS_KEY: undefined, LDBOX_RUNNER_TLS_CLIENT_CA: undefined };
+    config = loadRunnerConfig({ ...env, ...listening, LDBOX_POOL_SIZE: env.LDBOX_POOL_SIZE ?? '1' });
     code = await readFile(file, 'utf8').catch(() => {
       throw new UsageError(`cannot read ${file}`);
     });

@@ -17,14 +17,17 @@ import {
   type SettingSpec,
   withoutCredentials,
 } from './env-parsers.js';
+import { certificateSetting, keyPairSetting } from './tls-files.js';
 
 export interface ExecutorConfig {
   /** Where `/healthz`, `/readyz` and `/metrics` listen (HTTP/1.1). */
   host: string;
   port: number;
   natsUrl: string;
-  /** Base URLs of the runners (`http://host:port`, h2c), called in turn. */
+  /** Base URLs of the runners (`http://host:port`, h2c, or `https://host:port`), called in turn. */
   runnerUrls: string[];
+  /** TLS to `https://` runners beyond the system's trust store: a private CA, a client certificate (mTLS). */
+  runnerTls: RunnerClientTls;
   /** Bearer token the runners require (LDBOX_RUNNER_TOKEN), if any. */
   runnerToken: string | undefined;
   /** Jobs run at once by this executor. */
@@ -40,6 +43,14 @@ export interface ExecutorConfig {
   executeDeadlineMs: number;
 }
 
+/** PEM; each part undefined when its setting is unset. */
+export interface RunnerClientTls {
+  /** Trusted in addition to Node's bundled CAs. */
+  ca: Buffer | undefined;
+  cert: Buffer | undefined;
+  key: Buffer | undefined;
+}
+
 /** Extra time an `Execute` call gets beyond the code's timeout: queueing in the pool and the RPC itself. */
 export const EXECUTE_DEADLINE_SLACK_MS = 10_000;
 
@@ -47,7 +58,10 @@ const S = {
   natsUrl: NATS_URL,
   host: { kind: 'text', name: 'LDBOX_EXECUTOR_HOST', shown: '127.0.0.1', meaning: 'address of the health and metrics port' },
   port: { kind: 'int', name: 'LDBOX_EXECUTOR_PORT', fallback: 8081, min: 0, max: 65535, meaning: '/healthz, /readyz and /metrics (0 = any free port)' },
-  runnerUrls: { kind: 'text', name: 'LDBOX_RUNNER_URLS', shown: 'http://127.0.0.1:50051', meaning: 'runners (http://host:port, HTTP/2 cleartext), comma-separated, called in turn' },
+  runnerUrls: { kind: 'text', name: 'LDBOX_RUNNER_URLS', shown: 'http://127.0.0.1:50051', meaning: 'runners (http://host:port, HTTP/2 cleartext, or https://host:port, TLS), comma-separated, called in turn' },
+  runnerCa: { kind: 'text', name: 'LDBOX_RUNNER_CA', shown: 'unset', meaning: 'PEM CA that https:// runners\' certificates may chain to, besides the public ones' },
+  runnerClientCert: { kind: 'text', name: 'LDBOX_RUNNER_CLIENT_CERT', shown: 'unset', meaning: 'PEM client certificate shown to https:// runners (mTLS; with LDBOX_RUNNER_CLIENT_KEY)' },
+  runnerClientKey: { kind: 'text', name: 'LDBOX_RUNNER_CLIENT_KEY', shown: 'unset', meaning: 'PEM private key (unencrypted) of LDBOX_RUNNER_CLIENT_CERT' },
   runnerToken: { kind: 'text', name: 'LDBOX_RUNNER_TOKEN', shown: 'unset', meaning: 'bearer token the runners require (at least 16 characters)' },
   concurrency: { kind: 'int', name: 'LDBOX_EXECUTOR_CONCURRENCY', fallback: 16, min: 1, max: 1024, meaning: 'jobs one executor runs at once' },
   ackWaitMs: { kind: 'int', name: 'LDBOX_EXECUTOR_ACK_WAIT_MS', fallback: 30_000, min: 1000, max: 3_600_000, meaning: 'redelivery after a silent executor, ms (heartbeats every third of it)' },
@@ -69,11 +83,19 @@ export function loadExecutorConfig(env: Env): ExecutorConfig {
     natsUrl,
     runnerUrls,
     runnerToken: optionalSecret(env, S.runnerToken.name, 16),
+    runnerTls: runnerTlsSettings(env),
     concurrency: intSetting(env, S.concurrency),
     ackWaitMs: intSetting(env, S.ackWaitMs),
     maxAttempts: intSetting(env, S.maxAttempts),
     executeDeadlineMs: intSetting(env, S.maxTimeoutMs) + EXECUTE_DEADLINE_SLACK_MS,
   };
+}
+
+/** LDBOX_RUNNER_CA and the client certificate pair (files read and checked here). */
+function runnerTlsSettings(env: Env): RunnerClientTls {
+  const ca = certificateSetting(env, S.runnerCa.name);
+  const pair = keyPairSetting(env, S.runnerClientCert.name, S.runnerClientKey.name);
+  return { ca, cert: pair?.cert, key: pair?.key };
 }
 
 /** A runner URL as its origin (`http://host:port`); anything more (a path, credentials, a query) is refused. */
@@ -83,10 +105,10 @@ function runnerOrigin(u: string): string {
   try {
     url = new URL(u.replace(/\/+$/, '')); // trailing slashes are harmless: http://runner:50051/ is the origin
   } catch {
-    throw new ConfigError(`LDBOX_RUNNER_URLS: "${shown}" is not a URL (expected http://host:port, comma-separated)`);
+    throw new ConfigError(`LDBOX_RUNNER_URLS: "${shown}" is not a URL (expected http://host:port or https://host:port, comma-separated)`);
   }
-  if (url.protocol !== 'http:' || url.username || url.password || url.search || url.hash || url.pathname !== '/') {
-    throw new ConfigError(`LDBOX_RUNNER_URLS: "${shown}" must be http://host:port (the runner speaks HTTP/2 cleartext; no credentials, path, query or fragment)`);
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password || url.search || url.hash || url.pathname !== '/') {
+    throw new ConfigError(`LDBOX_RUNNER_URLS: "${shown}" must be http://host:port or https://host:port (HTTP/2 cleartext or over TLS; no credentials, path, query or fragment)`);
   }
   return url.origin;
 }

@@ -1,7 +1,8 @@
 import { availableParallelism } from 'node:os';
 import type { BuiltinConfig } from '../../runner/builtins/index.js';
 import { EgressConfigError, EgressGuard } from '../../runner/builtins/http/egress-guard.js';
-import { ConfigError, type Env, hostSetting, intSetting, listSetting, MAX_TIMEOUT_MS, optionalSecret, type SettingSpec, sizeSetting } from './env-parsers.js';
+import { certificateSetting, keyPairSetting, type PemKeyPair } from './tls-files.js';
+import { choiceSetting, ConfigError, type Env, hostSetting, intSetting, listSetting, MAX_TIMEOUT_MS, optionalSecret, type SettingSpec, sizeSetting } from './env-parsers.js';
 
 const MiB = 1024 * 1024;
 
@@ -11,11 +12,19 @@ export interface RunnerConfig {
   port: number;
   /** When set, RunnerService calls need `Authorization: Bearer <token>`. */
   token: string | undefined;
+  /** When set, the port speaks TLS only (ALPN h2 and http/1.1). */
+  tls: RunnerTlsConfig | undefined;
   pool: PoolConfig;
   /** Largest `code` accepted, in bytes of UTF-8. */
   maxCodeBytes: number;
   /** Largest `input` + `auth` accepted, as JSON bytes. */
   maxInputBytes: number;
+}
+
+/** The runner's certificate and key, and the CA its clients' certificates must chain to (mTLS), PEM. */
+export interface RunnerTlsConfig extends PemKeyPair {
+  /** When set, every connection must present a client certificate issued by this CA. */
+  clientCa: Buffer | undefined;
 }
 
 export interface PoolConfig {
@@ -45,9 +54,13 @@ export interface PoolConfig {
 
 /** The runner's settings (also those of `ldbox run`, which runs the same pool). */
 const S = {
-  host: { kind: 'text', name: 'LDBOX_RUNNER_HOST', shown: '127.0.0.1', meaning: 'address the runner binds; set 0.0.0.0 only together with LDBOX_RUNNER_TOKEN' },
+  host: { kind: 'text', name: 'LDBOX_RUNNER_HOST', shown: '127.0.0.1', meaning: 'address the runner binds; a non-loopback one needs LDBOX_RUNNER_TOKEN or LDBOX_RUNNER_TLS_CLIENT_CA (or LDBOX_RUNNER_INSECURE=1)' },
   port: { kind: 'int', name: 'LDBOX_RUNNER_PORT', fallback: 50051, min: 0, max: 65535, meaning: 'runner port: gRPC, gRPC-Web and Connect (0 = any free port)' },
   token: { kind: 'text', name: 'LDBOX_RUNNER_TOKEN', shown: 'unset', meaning: 'when set (at least 16 characters), calls need `Authorization: Bearer <token>`' },
+  tlsCert: { kind: 'text', name: 'LDBOX_RUNNER_TLS_CERT', shown: 'unset', meaning: 'PEM certificate (chain) of the runner; with LDBOX_RUNNER_TLS_KEY the port speaks TLS only (h2 and http/1.1 by ALPN)' },
+  tlsKey: { kind: 'text', name: 'LDBOX_RUNNER_TLS_KEY', shown: 'unset', meaning: 'PEM private key (unencrypted) of LDBOX_RUNNER_TLS_CERT' },
+  tlsClientCa: { kind: 'text', name: 'LDBOX_RUNNER_TLS_CLIENT_CA', shown: 'unset', meaning: 'PEM CA: every connection must present a client certificate it issued (mTLS; needs the two above)' },
+  insecure: { kind: 'choice', name: 'LDBOX_RUNNER_INSECURE', fallback: '0', choices: ['0', '1'], meaning: '1 lets a non-loopback LDBOX_RUNNER_HOST start with neither token nor client certificates' },
   poolSize: { kind: 'int', name: 'LDBOX_POOL_SIZE', fallback: 1, shown: 'cores', min: 1, max: 256, meaning: 'worker threads' },
   poolConcurrency: { kind: 'int', name: 'LDBOX_POOL_CONCURRENCY', fallback: 4, min: 1, max: 64, meaning: 'sandboxes one worker runs at once' },
   poolMaxQueue: { kind: 'int', name: 'LDBOX_POOL_MAX_QUEUE', fallback: 64, shown: '64 × size', min: 0, max: 1_000_000, meaning: 'calls that may wait for a worker; beyond it RESOURCE_EXHAUSTED' },
@@ -89,10 +102,20 @@ export function loadRunnerConfig(env: Env): RunnerConfig {
     throw new ConfigError(`LDBOX_MEMORY_MB (${defaultMemoryMb}) must not exceed LDBOX_MAX_MEMORY_MB (${maxMemoryMb})`);
   }
   const size = intSetting(env, S.poolSize, Math.max(1, cores));
+  const host = hostSetting(env, S.host);
+  const token = optionalSecret(env, S.token.name, 16);
+  const tls = tlsSettings(env);
+  const insecure = choiceSetting(env, S.insecure) === '1';
+  if (!isLoopback(host) && token === undefined && tls?.clientCa === undefined && !insecure) {
+    throw new ConfigError(
+      `LDBOX_RUNNER_HOST=${host} is not a loopback address and the runner runs any code it is sent: set LDBOX_RUNNER_TOKEN or LDBOX_RUNNER_TLS_CLIENT_CA (client certificates), or LDBOX_RUNNER_INSECURE=1 to open it to whoever reaches the port`,
+    );
+  }
   return {
-    host: hostSetting(env, S.host),
+    host,
     port: intSetting(env, S.port),
-    token: optionalSecret(env, S.token.name, 16),
+    token,
+    tls,
     maxCodeBytes: sizeSetting(env, S.maxCodeBytes),
     maxInputBytes: sizeSetting(env, S.maxInputBytes),
     pool: {
@@ -117,6 +140,25 @@ export function loadRunnerConfig(env: Env): RunnerConfig {
       },
     },
   };
+}
+
+/** LDBOX_RUNNER_TLS_CERT, _KEY and _CLIENT_CA (files read and checked here). */
+function tlsSettings(env: Env): RunnerTlsConfig | undefined {
+  const pair = keyPairSetting(env, S.tlsCert.name, S.tlsKey.name);
+  const clientCa = certificateSetting(env, S.tlsClientCa.name);
+  if (pair === undefined) {
+    if (clientCa !== undefined) throw new ConfigError('LDBOX_RUNNER_TLS_CLIENT_CA needs LDBOX_RUNNER_TLS_CERT and LDBOX_RUNNER_TLS_KEY: client certificates are asked for over TLS only');
+    return undefined;
+  }
+  return { ...pair, clientCa };
+}
+
+/** 127.0.0.0/8, ::1 (bracketed or not, or IPv4-mapped) and `localhost`: only this machine can connect. */
+export function isLoopback(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  if (h === 'localhost' || h === '::1' || h === '0:0:0:0:0:0:0:1') return true;
+  const v4 = /^(?:::ffff:)?(\d{1,3})\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.exec(h);
+  return v4 !== null && v4[1] === '127';
 }
 
 /** LDBOX_EGRESS_ALLOW: hosts (`api.example.com`, `*.example.com`), IPs and CIDRs, comma-separated. */

@@ -43,7 +43,9 @@ export async function runDev(env: Env, io: DevIo, stop: Promise<void>): Promise<
 
   // Every setting is read before anything starts, so a typo does not leave a nats-server behind; the NATS
   // URL and the runner's URL are filled in below, once the local server and the runner have their ports.
-  const runnerConfig = loadRunnerConfig({ ...env, LDBOX_RUNNER_TOKEN: runnerToken });
+  // The in-process runner is called over loopback by the in-process executor: no TLS (README, Security).
+  const noTls = { LDBOX_RUNNER_TLS_CERT: undefined, LDBOX_RUNNER_TLS_KEY: undefined, LDBOX_RUNNER_TLS_CLIENT_CA: undefined };
+  const runnerConfig = loadRunnerConfig({ ...env, ...noTls, LDBOX_RUNNER_TOKEN: runnerToken });
   const gatewayConfig = loadGatewayConfig({ ...env, LDBOX_ADMIN_TOKEN: adminToken });
   const executorConfig = loadExecutorConfig({ ...env, LDBOX_RUNNER_TOKEN: runnerToken });
 

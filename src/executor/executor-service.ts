@@ -64,7 +64,7 @@ const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
 /** Starts the executor and resolves once its HTTP port listens (NATS may still be connecting). */
 export async function startExecutor(config: ExecutorConfig, log: Logger, options: StartExecutorOptions = {}): Promise<Executor> {
   const client = connectNats(config.natsUrl, { name: 'ldbox-executor', logger: log, ...options.nats });
-  const runners = new RunnerClients(config.runnerUrls, config.runnerToken);
+  const runners = new RunnerClients(config.runnerUrls, config.runnerToken, { tls: config.runnerTls });
   const cancelRuns = new AbortController();
   // Every job in flight listens on it (its runner call, a wait for NATS): not a leak.
   setMaxListeners(config.concurrency * 4 + 10, cancelRuns.signal);

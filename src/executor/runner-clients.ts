@@ -3,7 +3,8 @@
  * LDBOX_RUNNER_URLS, called in turn.
  *
  * Balancing: round robin over the runners not in their cool-down. A runner that answers UNAVAILABLE
- * (down, shutting down), RESOURCE_EXHAUSTED (its pool queue is full) or fails at the network level is
+ * (down, shutting down), RESOURCE_EXHAUSTED (its pool queue is full) or fails at the network level (a
+ * refused connection, a TLS handshake that fails: untrusted certificate, client certificate refused) is
  * skipped for {@link COOL_DOWN_MS} and the call goes to the next one; only when every runner refused does
  * the call fail, with {@link RunnerUnavailableError}, which the executor treats as transient (the job is
  * retried later, and recorded as failed once its attempts are used up).
@@ -11,11 +12,14 @@
  * A runner refusing the request itself (INVALID_ARGUMENT: e.g. input over the runner's limit) is not
  * retried anywhere: {@link RunnerRejectedError} is final for the node.
  */
+import type http2 from 'node:http2';
+import tls from 'node:tls';
 import { Code, ConnectError, createClient, type Interceptor } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { create, type DescService, type JsonObject, type JsonValue, type MessageInitShape } from '@bufbuild/protobuf';
 import { type Empty, EmptySchema } from '@bufbuild/protobuf/wkt';
 import { type ExecuteRequest, ExecuteRequestSchema, type ExecuteResponse, RunnerService } from '../gen/ldbox/runner/v1/runner_pb.js';
+import type { RunnerClientTls } from '../config/executor-config.js';
 import { readExecuteResponse, withInputBytes } from './runner-wire.js';
 
 /** How long a runner that refused a call is passed over (unless every runner is). */
@@ -71,6 +75,28 @@ interface Runner {
 const EXECUTE_RAW = { ...RunnerService.method.execute, output: EmptySchema };
 const RUNNER_RAW = { ...RunnerService, methods: [EXECUTE_RAW], method: { execute: EXECUTE_RAW } } as unknown as DescService;
 
+/** node:http2's TLS options for a runner: an extra trusted CA (added to Node's bundled ones), a client certificate. */
+function secureOptions(t: RunnerClientTls | undefined): http2.SecureClientSessionOptions {
+  const o: http2.SecureClientSessionOptions = {};
+  if (t?.ca) o.ca = [...tls.rootCertificates, t.ca.toString('utf8')];
+  if (t?.cert && t.key) {
+    o.cert = t.cert;
+    o.key = t.key;
+  }
+  return o;
+}
+
+/**
+ * The Node/OpenSSL code of a failed TLS connection (the runner's certificate not trusted or not for its
+ * name, a refused client certificate), which connect-node reports as INTERNAL. Like a refused
+ * connection, it says nothing about the request: the next runner is tried.
+ */
+function tlsFailure(e: ConnectError): string | undefined {
+  const code = (e.cause as { code?: unknown } | undefined)?.code;
+  if (typeof code !== 'string') return undefined;
+  return /^(ERR_SSL_|ERR_TLS_|UNABLE_TO_|CERT_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH)/.test(code) ? code : undefined;
+}
+
 /** Codes after which the next runner is tried at once. */
 const TRY_NEXT = new Set([Code.Unavailable, Code.ResourceExhausted, Code.Aborted]);
 /** Codes that say the request itself is wrong. */
@@ -80,7 +106,11 @@ export class RunnerClients {
   readonly #runners: Runner[];
   #next = 0;
 
-  constructor(urls: readonly string[], token: string | undefined, opts: { readMaxBytes?: number } = {}) {
+  /**
+   * `opts.tls` applies to `https://` runners: `ca` is trusted besides Node's bundled CAs, `cert`/`key`
+   * are shown when a runner asks for a client certificate (node:http2's own TLS does the rest).
+   */
+  constructor(urls: readonly string[], token: string | undefined, opts: { readMaxBytes?: number; tls?: RunnerClientTls } = {}) {
     if (urls.length === 0) throw new Error('RunnerClients needs at least one runner URL');
     const auth: Interceptor = (next) => (req) => {
       req.header.set('authorization', `Bearer ${token}`);
@@ -98,6 +128,7 @@ export class RunnerClients {
           interceptors: token ? [auth] : [],
           pingIntervalMs: 10_000,
           idleConnectionTimeoutMs: 60_000,
+          ...(url.startsWith('https:') ? { nodeOptions: secureOptions(opts.tls) } : {}),
         }),
 ) as unknown as { execute: ExecuteFn }).execute,
     }));
@@ -124,9 +155,10 @@ export class RunnerClients {
       } catch (err) {
         const e = ConnectError.from(err);
         if (opts.signal?.aborted) throw new RunnerCallError(`the call was cancelled: ${e.rawMessage}`, Code.Canceled);
-        if (TRY_NEXT.has(e.code)) {
+        const tlsCode = tlsFailure(e);
+        if (TRY_NEXT.has(e.code) || tlsCode !== undefined) {
           runner.coolUntil = Date.now() + COOL_DOWN_MS;
-          refusals.push(`${runner.url}: ${Code[e.code]} ${e.rawMessage}`);
+          refusals.push(`${runner.url}: ${tlsCode === undefined ? Code[e.code] : `TLS ${tlsCode}`} ${e.rawMessage}`);
           continue;
         }
         if (FINAL.has(e.code)) throw new RunnerRejectedError(`the runner refused the call: ${e.rawMessage}`, e.code);

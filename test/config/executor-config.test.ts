@@ -15,8 +15,8 @@ function configError(env: Record<string, string | undefined>): string | undefine
 }
 
 const runnerUrlMessage = (u: string) =>
-  `LDBOX_RUNNER_URLS: "${u}" must be http://host:port (the runner speaks HTTP/2 cleartext; no credentials, path, query or fragment)`;
-const notAUrlMessage = (u: string) => `LDBOX_RUNNER_URLS: "${u}" is not a URL (expected http://host:port, comma-separated)`;
+  `LDBOX_RUNNER_URLS: "${u}" must be http://host:port or https://host:port (HTTP/2 cleartext or over TLS; no credentials, path, query or fragment)`;
+const notAUrlMessage = (u: string) => `LDBOX_RUNNER_URLS: "${u}" is not a URL (expected http://host:port or https://host:port, comma-separated)`;
 
 t.test('defaults', async (t) => {
   const c = loadExecutorConfig({});
@@ -26,6 +26,7 @@ t.test('defaults', async (t) => {
     natsUrl: 'nats://127.0.0.1:4222',
     runnerUrls: ['http://127.0.0.1:50051'],
     runnerToken: undefined,
+    runnerTls: { ca: undefined, cert: undefined, key: undefined },
     concurrency: 16,
     ackWaitMs: 30_000,
     maxAttempts: 5,
@@ -56,6 +57,7 @@ t.test('every variable', async (t) => {
     natsUrl: 'nats://nats.internal:4223',
     runnerUrls: ['http://runner-a:50051', 'http://runner-b:50052'],
     runnerToken: 'runner-token-0123456789',
+    runnerTls: { ca: undefined, cert: undefined, key: undefined },
     concurrency: 64,
     ackWaitMs: 5000,
     maxAttempts: 3,
@@ -129,7 +131,8 @@ t.test('exact messages', async (t) => {
   }
 
   // LDBOX_RUNNER_URLS.
-  for (const bad of ['https://runner:50051', 'grpc://runner:50051', 'h2c://runner:50051', 'runner:50051', 'ftp://runner']) {
+  t.same(loadExecutorConfig({ LDBOX_RUNNER_URLS: 'https://runner:50051, http://b:2' }).runnerUrls, ['https://runner:50051', 'http://b:2'], 'https:// runners');
+  for (const bad of ['grpc://runner:50051', 'h2c://runner:50051', 'runner:50051', 'ftp://runner']) {
     t.equal(configError({ LDBOX_RUNNER_URLS: bad }), runnerUrlMessage(bad), `scheme: ${bad}`);
   }
   for (const bad of ['http://user:pass@runner:50051', 'http://user@runner:50051', 'http://:pass@runner:50051']) {
@@ -145,8 +148,8 @@ t.test('exact messages', async (t) => {
     t.equal(configError({ LDBOX_RUNNER_URLS: bad }), notAUrlMessage(bad), `garbage: ${bad}`);
   }
   t.equal(
-    configError({ LDBOX_RUNNER_URLS: 'http://a:1, https://b:2 ,http://c:3' }),
-    runnerUrlMessage('https://b:2'),
+    configError({ LDBOX_RUNNER_URLS: 'http://a:1, grpc://b:2 ,http://c:3' }),
+    runnerUrlMessage('grpc://b:2'),
     'one bad entry in a list fails the list, naming the entry (trimmed)',
   );
   t.equal(configError({ LDBOX_RUNNER_URLS: 'http://a:1,,garbage' }), notAUrlMessage('garbage'));

@@ -177,7 +177,7 @@ t.test('runner token', async (t) => {
 
 t.test('host', async (t) => {
   t.equal(loadRunnerConfig({ LDBOX_RUNNER_HOST: '::1' }).host, '::1');
-  t.equal(loadRunnerConfig({ LDBOX_RUNNER_HOST: 'runner-1.internal' }).host, 'runner-1.internal');
+  t.equal(loadRunnerConfig({ LDBOX_RUNNER_HOST: 'runner-1.internal', LDBOX_RUNNER_TOKEN: 'x'.repeat(16) }).host, 'runner-1.internal');
   t.equal(
     configError({ LDBOX_RUNNER_HOST: 'a b' })?.message,
     'LDBOX_RUNNER_HOST must be a host name or IP address, got "a b"',
