@@ -95,7 +95,7 @@ t.test('a bad environment exits 2 with "configuration error: ..." on stderr', as
   // A few representative rules; test/config/executor-config.test.ts has every message.
   const cases: [Record<string, string>, string][] = [
     [{ LDBOX_EXECUTOR_PORT: 'abc' }, 'LDBOX_EXECUTOR_PORT must be a whole number from 0 to 65535, got "abc"'],
-    [{ NATS_URL: 'http://nats:4222' }, 'NATS_URL must be nats://host:port (or host:port), got "http://nats:4222"'],
+    [{ NATS_URL: 'http://nats:4222' }, 'NATS_URL must be nats://host:port, tls://host:port or host:port (comma-separated), got "http://nats:4222"'],
     [
       { LDBOX_RUNNER_URLS: 'http://a:1,https://runner:50051' },
       'LDBOX_RUNNER_URLS: "https://runner:50051" must be http://host:port (the runner speaks HTTP/2 cleartext; no credentials, path, query or fragment)',
