@@ -15,7 +15,7 @@ const BIN = fileURLToPath(new URL('../../../bin/ldbox.js', import.meta.url));
 
 /** The caller's environment without stray ldbox settings, plus `env`. */
 function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LDBOX_') && k !== 'NATS_URL'));
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LDBOX_') && !k.startsWith('NATS_')));
   return { ...base, ...env };
 }
 
