@@ -66,6 +66,8 @@ export async function runDev(env: Env, io: DevIo, stop: Promise<void>): Promise<
         return 1;
       }
       const port = await natsPort(devConfig, io);
+      const ignored = NATS_AUTH_SETTINGS.filter((n) => (env[n] ?? '') !== '');
+      if (ignored.length > 0) io.stderr(`${ignored.join(', ')} ignored: NATS credentials and TLS settings are for the server in NATS_URL; the local nats-server uses its generated password\n`);
       const password = keptToken(join(dataDir, 'nats-password'));
       nats = await startLocalNats(bin, join(dataDir, 'nats'), port, { user: LOCAL_NATS_USER, password });
       cleanups.push(() => nats!.stop());
@@ -116,6 +118,9 @@ export async function runDev(env: Env, io: DevIo, stop: Promise<void>): Promise<
     throw err;
   }
 }
+
+/** NATS settings that only mean something with NATS_URL (the local nats-server has its own user and no TLS). */
+const NATS_AUTH_SETTINGS = ['NATS_TOKEN', 'NATS_CREDS', 'NATS_NKEY_SEED_FILE', 'NATS_CA', 'NATS_CERT', 'NATS_KEY'];
 
 /** The user of the local nats-server (its password is generated: `nats-password` in the data dir). */
 export const LOCAL_NATS_USER = 'ldbox';

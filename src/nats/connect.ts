@@ -9,6 +9,9 @@
  * - reconnects forever (`maxReconnectAttempts: -1`), 1 s apart with jitter,
  * - starts over if the connection is ever closed by anything but {@link NatsClient.close},
  * - exposes a {@link NatsState} that readiness probes and the job publisher read.
+ * Servers, credentials and TLS come from {@link natsConnectionOptions} (the one builder, so every role
+ * connects the same way); logs show {@link NatsSettings.shown}, and error text is scrubbed of the password
+ * and token before it is logged.
  */
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { silentLogger, type Logger } from '../logging/logger.js';

@@ -20,12 +20,12 @@ const ENV = {
 };
 
 /** Starts `ldbox dev` in-process; resolves with what it printed once it is ready, and a stop function. */
-async function startDev(dataDir: string): Promise<{ out: () => string; err: () => string; stop: () => Promise<number> }> {
+async function startDev(dataDir: string, env: Record<string, string> = {}): Promise<{ out: () => string; err: () => string; stop: () => Promise<number> }> {
   let out = '';
   let err = '';
   let stop!: () => void;
   const stopped = new Promise<void>((r) => (stop = r));
-  const code = runDev({ ...ENV, LDBOX_DATA_DIR: dataDir }, { stdout: (s) => (out += s), stderr: (s) => (err += s) }, stopped);
+  const code = runDev({ ...ENV, LDBOX_DATA_DIR: dataDir, ...env }, { stdout: (s) => (out += s), stderr: (s) => (err += s) }, stopped);
   let failed: unknown;
   code.catch((e) => (failed = e));
   await waitFor(() => /ldbox dev is ready/.test(out) || failed !== undefined, 60_000, `ldbox dev ready:\n${out}\n${err}`);
@@ -51,8 +51,9 @@ t.test('the local nats-server takes only the generated user; the password is kep
   await nc.close();
   t.equal(await first.stop(), 0);
 
-  const second = await startDev(dataDir);
+  const second = await startDev(dataDir, { NATS_TOKEN: 'tok-hunter2-0123456789' });
   t.equal(readFileSync(passwordFile, 'utf8').trim(), password, 'the next start reuses the password');
+  t.equal(second.err(), 'NATS_TOKEN ignored: NATS credentials and TLS settings are for the server in NATS_URL; the local nats-server uses its generated password\n', 'NATS_* credentials without NATS_URL: said, not echoed');
   t.match(second.out(), 'ldbox dev is ready', 'and its gateway and executor get in');
   t.equal(await second.stop(), 0);
 });
