@@ -62,7 +62,7 @@ interface Stores extends ControlPlaneStores {
 export async function startGateway(configIn: GatewayConfig, log: Logger, options: StartGatewayOptions = {}): Promise<Gateway> {
   const config = { ...configIn };
   const metrics = createGatewayMetrics();
-  const client = connectNats(config.natsUrl, { name: 'ldbox-gateway', logger: log, ...options.nats });
+  const client = connectNats(config.nats, { name: 'ldbox-gateway', logger: log, ...options.nats });
   const publisher = new JobPublisher(client, { timeoutMs: config.publishTimeoutMs });
   const workflowCache = new KvCache<WorkflowRecord>({ client, bucket: KV_BUCKETS.workflows, logger: log });
   const workspaceCache = new KvCache<WorkspaceRecord>({ client, bucket: WORKSPACES_BUCKET, logger: log });
@@ -198,7 +198,7 @@ export async function startGateway(configIn: GatewayConfig, log: Logger, options
     await client.close();
   });
   if (!config.baseUrlSet) config.baseUrl = `http://127.0.0.1:${port}`;
-  log.info({ host: config.host, port, nats: config.natsUrl, baseUrl: config.baseUrl, maxBodyBytes: config.maxBodyBytes, webhookRate: config.webhookRate }, 'gateway listening');
+  log.info({ host: config.host, port, nats: config.nats.shown, baseUrl: config.baseUrl, maxBodyBytes: config.maxBodyBytes, webhookRate: config.webhookRate }, 'gateway listening');
 
   return {
     port,

@@ -184,14 +184,6 @@ export function listSetting(env: Env, name: string): string[] {
     .filter((s) => s !== '');
 }
 
-/** NATS_URL, read by the gateway and the executor. */
-export const NATS_URL: TextSpec = {
-  kind: 'text',
-  name: 'NATS_URL',
-  shown: 'nats://127.0.0.1:4222',
-  meaning: 'the NATS server: nats://host:port or host:port, one server (`ldbox dev` starts one unless set)',
-};
-
 /** LDBOX_MAX_TIMEOUT_MS, read by the runner (the cap) and the executor (the deadline of Execute calls). */
 export const MAX_TIMEOUT_MS: IntSpec = {
   kind: 'int',
@@ -201,18 +193,6 @@ export const MAX_TIMEOUT_MS: IntSpec = {
   max: 3_600_000,
   meaning: 'largest limits.timeoutMs of a call, ms (the executor waits that long plus 10 s for a call without its own)',
 };
-
-/**
- * NATS_URL: `nats://host:port` or `host:port` (the port may be left out: 4222), one server. A host is a
- * name, an IPv4 address or a bracketed IPv6 address.
- */
-export function natsUrlSetting(env: Env): string {
-  const raw = stringSetting(env, NATS_URL.name, NATS_URL.shown);
-  if (!/^(nats:\/\/)?([A-Za-z0-9][A-Za-z0-9.-]*|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?$/.test(raw)) {
-    throw new ConfigError(`NATS_URL must be nats://host:port (or host:port), got "${raw}"`);
-  }
-  return raw;
-}
 
 /** A URL for a message: the user name and password (if any) replaced, so a secret in it is not echoed. */
 export function withoutCredentials(raw: string): string {

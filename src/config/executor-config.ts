@@ -11,19 +11,20 @@ import {
   intSetting,
   listSetting,
   MAX_TIMEOUT_MS,
-  NATS_URL,
-  natsUrlSetting,
   optionalSecret,
   type SettingSpec,
   withoutCredentials,
 } from './env-parsers.js';
 import { certificateSetting, keyPairSetting } from './tls-files.js';
+import type { NatsSettings } from '../nats/connection-options.js';
+import { loadNatsSettings, NATS_SETTINGS } from './nats-config.js';
 
 export interface ExecutorConfig {
   /** Where `/healthz`, `/readyz` and `/metrics` listen (HTTP/1.1). */
   host: string;
   port: number;
-  natsUrl: string;
+  /** Where NATS is and how to authenticate (NATS_URL, NATS_TOKEN, …). */
+  nats: NatsSettings;
   /** Base URLs of the runners (`http://host:port`, h2c, or `https://host:port`), called in turn. */
   runnerUrls: string[];
   /** TLS to `https://` runners beyond the system's trust store: a private CA, a client certificate (mTLS). */
@@ -55,7 +56,6 @@ export interface RunnerClientTls {
 export const EXECUTE_DEADLINE_SLACK_MS = 10_000;
 
 const S = {
-  natsUrl: NATS_URL,
   host: { kind: 'text', name: 'LDBOX_EXECUTOR_HOST', shown: '127.0.0.1', meaning: 'address of the health and metrics port' },
   port: { kind: 'int', name: 'LDBOX_EXECUTOR_PORT', fallback: 8081, min: 0, max: 65535, meaning: '/healthz, /readyz and /metrics (0 = any free port)' },
   runnerUrls: { kind: 'text', name: 'LDBOX_RUNNER_URLS', shown: 'http://127.0.0.1:50051', meaning: 'runners (http://host:port, HTTP/2 cleartext, or https://host:port, TLS), comma-separated, called in turn' },
@@ -70,17 +70,17 @@ const S = {
 } as const satisfies Record<string, SettingSpec>;
 
 /** Every setting the executor reads, for `--help` and the unknown-variable warning. */
-export const EXECUTOR_SETTINGS: readonly SettingSpec[] = Object.values(S);
+export const EXECUTOR_SETTINGS: readonly SettingSpec[] = [...NATS_SETTINGS, ...Object.values(S)];
 
 /** Reads the executor's configuration; throws a ConfigError with an exact message on a bad value. */
 export function loadExecutorConfig(env: Env): ExecutorConfig {
-  const natsUrl = natsUrlSetting(env);
+  const nats = loadNatsSettings(env);
   const listed = listSetting(env, S.runnerUrls.name);
   const runnerUrls = (listed.length > 0 ? listed : [S.runnerUrls.shown]).map(runnerOrigin);
   return {
     host: hostSetting(env, S.host),
     port: intSetting(env, S.port),
-    natsUrl,
+    nats,
     runnerUrls,
     runnerToken: optionalSecret(env, S.runnerToken.name, 16),
     runnerTls: runnerTlsSettings(env),

@@ -13,7 +13,9 @@
 import type { JobsStreamOptions } from '../nats/streams.js';
 import { normalizeBaseUrl } from '../workflows/workflow-model.js';
 import { isWorkflowValidationError } from '../workflows/validation-error.js';
-import { ConfigError, type Env, hostSetting, intSetting, NATS_URL, natsUrlSetting, type SettingSpec, sizeSetting, stringSetting } from './env-parsers.js';
+import type { NatsSettings } from '../nats/connection-options.js';
+import { ConfigError, type Env, hostSetting, intSetting, type SettingSpec, sizeSetting, stringSetting } from './env-parsers.js';
+import { loadNatsSettings, NATS_SETTINGS } from './nats-config.js';
 
 const MiB = 1024 * 1024;
 
@@ -26,7 +28,8 @@ export interface GatewayConfig {
   baseUrl: string;
   /** False when LDBOX_BASE_URL was not set: the base then follows the bound port (port 0 in tests). */
   baseUrlSet: boolean;
-  natsUrl: string;
+  /** Where NATS is and how to authenticate (NATS_URL, NATS_TOKEN, …). */
+  nats: NatsSettings;
   /** Default per-workflow webhook rate (requests/s) for workflows that set none; 0 = no limit. */
   webhookRate: number;
   /** Largest webhook body, in bytes; larger is 413. */
@@ -40,7 +43,6 @@ export interface GatewayConfig {
 }
 
 const S = {
-  natsUrl: NATS_URL,
   adminToken: { kind: 'text', name: 'LDBOX_ADMIN_TOKEN', shown: 'required', meaning: 'bearer token of the control plane, at least 16 characters, no whitespace (`ldbox dev` generates one)' },
   host: { kind: 'text', name: 'LDBOX_GATEWAY_HOST', shown: '127.0.0.1', meaning: 'address the gateway binds' },
   port: { kind: 'int', name: 'LDBOX_GATEWAY_PORT', fallback: 8080, min: 0, max: 65535, meaning: 'webhooks, control plane, /healthz, /readyz, /metrics (0 = any free port)' },
@@ -56,7 +58,7 @@ const S = {
 } as const satisfies Record<string, SettingSpec>;
 
 /** Every setting the gateway reads, for `--help` and the unknown-variable warning. */
-export const GATEWAY_SETTINGS: readonly SettingSpec[] = Object.values(S);
+export const GATEWAY_SETTINGS: readonly SettingSpec[] = [...NATS_SETTINGS, ...Object.values(S)];
 
 /** Reads the gateway's configuration; throws a ConfigError with an exact message on a bad value. */
 export function loadGatewayConfig(env: Env): GatewayConfig {
@@ -73,14 +75,14 @@ export function loadGatewayConfig(env: Env): GatewayConfig {
     if (isWorkflowValidationError(err)) throw new ConfigError(err.message);
     throw err;
   }
-  const natsUrl = natsUrlSetting(env);
+  const nats = loadNatsSettings(env);
   return {
     host,
     port,
     adminToken,
     baseUrl,
     baseUrlSet: (env[S.baseUrl.name] ?? '') !== '',
-    natsUrl,
+    nats,
     webhookRate: intSetting(env, S.webhookRate),
     maxBodyBytes: sizeSetting(env, S.maxBodyBytes),
     stream: {

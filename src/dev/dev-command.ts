@@ -4,6 +4,8 @@
  * - NATS: `NATS_URL` when set (an existing server is used as it is); otherwise a nats-server is started
  *   with its data in `$LDBOX_DATA_DIR/nats` (default `.ldbox/nats`) on `LDBOX_NATS_PORT` (default 4222;
  *   another free port when 4222 is taken and the port was not asked for; 0 = any free port).
+ * - The local nats-server takes only the user `ldbox` with a password generated once and kept in
+ *   `$LDBOX_DATA_DIR/nats-password` (mode 0600): the local default is not an open NATS.
  * - Tokens: `LDBOX_ADMIN_TOKEN` / `LDBOX_RUNNER_TOKEN` when set; otherwise generated once and kept in
  *   `$LDBOX_DATA_DIR/admin-token` and `runner-token` (mode 0600), so that a restart keeps working with the
  *   workflows stored in NATS and the README's quickstart can read the token from the file.
@@ -50,7 +52,8 @@ export async function runDev(env: Env, io: DevIo, stop: Promise<void>): Promise<
   const executorConfig = loadExecutorConfig({ ...env, LDBOX_RUNNER_TOKEN: runnerToken });
 
   let nats: LocalNats | undefined;
-  let natsUrl = env.NATS_URL ?? '';
+  let natsSettings = gatewayConfig.nats;
+  const natsUrl = env.NATS_URL ?? '';
   const cleanups: Array<() => Promise<void>> = [];
   const stopAll = async () => {
     for (const c of cleanups.reverse()) await c().catch((err: Error) => io.stderr(`stopping: ${err.message}\n`));
@@ -65,9 +68,12 @@ export async function runDev(env: Env, io: DevIo, stop: Promise<void>): Promise<
         return 1;
       }
       const port = await natsPort(devConfig, io);
-      nats = await startLocalNats(bin, join(dataDir, 'nats'), port);
+      const ignored = NATS_AUTH_SETTINGS.filter((n) => (env[n] ?? '') !== '');
+      if (ignored.length > 0) io.stderr(`${ignored.join(', ')} ignored: NATS credentials and TLS settings are for the server in NATS_URL; the local nats-server uses its generated password\n`);
+      const password = keptToken(join(dataDir, 'nats-password'));
+      nats = await startLocalNats(bin, join(dataDir, 'nats'), port, { user: LOCAL_NATS_USER, password });
       cleanups.push(() => nats!.stop());
-      natsUrl = nats.url;
+      natsSettings = nats.settings;
     }
 
     const runner = await startRunnerServer(runnerConfig, createLogger('runner', level));
@@ -75,10 +81,10 @@ export async function runDev(env: Env, io: DevIo, stop: Promise<void>): Promise<
     const runnerUrl = `http://127.0.0.1:${runner.port}`;
 
     const runnerUrls = env.LDBOX_RUNNER_URLS ? executorConfig.runnerUrls : [runnerUrl];
-    const executor = await startExecutor({ ...executorConfig, natsUrl, runnerUrls }, createLogger('executor', level));
+    const executor = await startExecutor({ ...executorConfig, nats: natsSettings, runnerUrls }, createLogger('executor', level));
     cleanups.push(() => executor.close());
 
-    const gateway = await startGateway({ ...gatewayConfig, natsUrl }, createLogger('gateway', level));
+    const gateway = await startGateway({ ...gatewayConfig, nats: natsSettings }, createLogger('gateway', level));
     cleanups.push(() => gateway.close());
     const gatewayUrl = `http://127.0.0.1:${gateway.port}`;
 
@@ -92,7 +98,7 @@ export async function runDev(env: Env, io: DevIo, stop: Promise<void>): Promise<
         `  gateway   ${gatewayUrl}   webhooks at /api/hooks/workflows/<id>, control plane, /metrics`,
         `  runner    ${runnerUrl}  gRPC, gRPC-Web and Connect; /metrics`,
         `  executor  http://127.0.0.1:${executor.port}   /healthz /readyz /metrics`,
-        `  NATS      ${natsUrl}${nats ? `   data in ${join(dataDir, 'nats')}` : ' (NATS_URL)'}`,
+        `  NATS      ${natsSettings.shown}${nats ? `   user ${LOCAL_NATS_USER}, password in ${join(dataDir, 'nats-password')}; data in ${join(dataDir, 'nats')}` : ' (NATS_URL)'}`,
         `  admin token   ${adminToken}${env.LDBOX_ADMIN_TOKEN ? '' : `   (kept in ${join(dataDir, 'admin-token')})`}`,
         `  runner token  ${runnerToken}${env.LDBOX_RUNNER_TOKEN ? '' : `   (kept in ${join(dataDir, 'runner-token')})`}`,
         'Ctrl-C stops everything. The README\'s "Quickstart" creates and triggers a workflow with curl.',
@@ -114,6 +120,12 @@ export async function runDev(env: Env, io: DevIo, stop: Promise<void>): Promise<
     throw err;
   }
 }
+
+/** NATS settings that only mean something with NATS_URL (the local nats-server has its own user and no TLS). */
+const NATS_AUTH_SETTINGS = ['NATS_TOKEN', 'NATS_CREDS', 'NATS_NKEY_SEED_FILE', 'NATS_CA', 'NATS_CERT', 'NATS_KEY'];
+
+/** The user of the local nats-server (its password is generated: `nats-password` in the data dir). */
+export const LOCAL_NATS_USER = 'ldbox';
 
 /** The token kept in `file`, created (32 random bytes, base64url, mode 0600) when absent. */
 function keptToken(file: string): string {

@@ -1,21 +1,33 @@
 /**
  * The nats-server that `ldbox dev` runs for one machine: JetStream on, file storage under the data dir,
  * loopback only, `max_payload: 8MB` so that the gateway's default 5 MiB body limit fits (the server's
- * default 1 MB would not), its log in `<dir>/nats-server.log`.
+ * default 1 MB would not), its log in `<dir>/nats-server.log`. It takes only clients that log in with the
+ * user and password it is given (`ldbox dev` keeps a generated one): even on loopback, another local user
+ * or a browser-borne request must not get an open NATS. The config file holds the password: mode 0600.
  *
  * The binary comes from `scripts/ensure-nats-server.sh` (PATH, the usual locations, $NATS_SERVER_BIN;
  * installed from Debian's `nats-server` package when missing and we are root with apt-get; otherwise it
  * fails with a one-line hint, which is passed on as the error message).
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { NatsSettings } from '../nats/connection-options.js';
 import { answersNatsInfo } from '../net/local-ports.js';
 
+/** The one user of the local nats-server. */
+export interface LocalNatsUser {
+  user: string;
+  password: string;
+}
+
 export interface LocalNats {
+  /** `nats://127.0.0.1:<port>`, without credentials. */
   url: string;
   port: number;
+  /** How the roles connect to it: the URL and the user and password. */
+  settings: NatsSettings;
   /** SIGTERM, then SIGKILL after `timeoutMs`; resolves once the process is gone. */
   stop(timeoutMs?: number): Promise<void>;
   /** Resolves when the process exits (for whatever reason) with its exit code or signal. */
@@ -43,8 +55,11 @@ export function findNatsServer(): Promise<string> {
   });
 }
 
-/** Starts nats-server on 127.0.0.1:`port` with its data in `dir`; resolves once it answers. */
-export async function startLocalNats(bin: string, dir: string, port: number, maxPayloadBytes = 8 * 1024 * 1024): Promise<LocalNats> {
+/**
+ * Starts nats-server on 127.0.0.1:`port` with its data in `dir`, taking only `auth`'s user; resolves once
+ * it answers.
+ */
+export async function startLocalNats(bin: string, dir: string, port: number, auth: LocalNatsUser, maxPayloadBytes = 8 * 1024 * 1024): Promise<LocalNats> {
   mkdirSync(join(dir, 'jetstream'), { recursive: true });
   const conf = join(dir, 'nats-server.conf');
   writeFileSync(
@@ -54,9 +69,12 @@ export async function startLocalNats(bin: string, dir: string, port: number, max
       `listen: "127.0.0.1:${port}"`,
       `max_payload: ${maxPayloadBytes}`,
       `jetstream { store_dir: ${JSON.stringify(join(dir, 'jetstream'))} }`,
+      `authorization { user: ${JSON.stringify(auth.user)}, password: ${JSON.stringify(auth.password)} }`,
       '',
     ].join('\n'),
+    { mode: 0o600 },
   );
+  chmodSync(conf, 0o600); // mode above applies to a new file only
   const pidFile = join(dir, 'nats-server.pid');
   await stopOrphan(pidFile, conf);
   const log = createWriteStream(join(dir, 'nats-server.log'), { flags: 'a' });
@@ -86,9 +104,11 @@ export async function startLocalNats(bin: string, dir: string, port: number, max
     }
     await new Promise((r) => setTimeout(r, 50));
   }
+  const url = `nats://127.0.0.1:${port}`;
   return {
-    url: `nats://127.0.0.1:${port}`,
+    url,
     port,
+    settings: { servers: [`127.0.0.1:${port}`], shown: url, user: auth.user, pass: auth.password },
     exited,
     async stop(timeoutMs = 5000) {
       if (proc.exitCode !== null || proc.signalCode !== null) return;

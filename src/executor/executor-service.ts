@@ -63,7 +63,7 @@ const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
 
 /** Starts the executor and resolves once its HTTP port listens (NATS may still be connecting). */
 export async function startExecutor(config: ExecutorConfig, log: Logger, options: StartExecutorOptions = {}): Promise<Executor> {
-  const client = connectNats(config.natsUrl, { name: 'ldbox-executor', logger: log, ...options.nats });
+  const client = connectNats(config.nats, { name: 'ldbox-executor', logger: log, ...options.nats });
   const runners = new RunnerClients(config.runnerUrls, config.runnerToken, { tls: config.runnerTls });
   const cancelRuns = new AbortController();
   // Every job in flight listens on it (its runner call, a wait for NATS): not a leak.
@@ -240,7 +240,7 @@ export async function startExecutor(config: ExecutorConfig, log: Logger, options
     await loop.stop();
     await client.close();
   });
-  log.info({ host: config.host, port, nats: config.natsUrl, runners: config.runnerUrls, concurrency: config.concurrency }, 'executor started');
+  log.info({ host: config.host, port, nats: config.nats.shown, runners: config.runnerUrls, concurrency: config.concurrency }, 'executor started');
 
   return {
     port,

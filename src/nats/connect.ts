@@ -9,9 +9,13 @@
  * - reconnects forever (`maxReconnectAttempts: -1`), 1 s apart with jitter,
  * - starts over if the connection is ever closed by anything but {@link NatsClient.close},
  * - exposes a {@link NatsState} that readiness probes and the job publisher read.
+ * Servers, credentials and TLS come from {@link natsConnectionOptions} (the one builder, so every role
+ * connects the same way); logs show {@link NatsSettings.shown}, and error text is scrubbed of the password
+ * and token before it is logged.
  */
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { silentLogger, type Logger } from '../logging/logger.js';
+import { natsConnectionOptions, type NatsSettings, natsSettingsOf } from './connection-options.js';
 
 /**
  * `connecting`: never connected yet (or starting over); `connected`; `reconnecting`: lost the server, the
@@ -58,11 +62,13 @@ export class NatsClient {
   #retryWake: (() => void) | undefined;
   readonly #opts: Required<Omit<ConnectNatsOptions, 'logger'>>;
   readonly #log: Logger;
+  readonly #settings: NatsSettings;
+  /** The servers as logs show them (credentials as `***`). */
+  readonly url: string;
 
-  constructor(
-    readonly url: string,
-    opts: ConnectNatsOptions,
-  ) {
+  constructor(target: NatsSettings | string, opts: ConnectNatsOptions) {
+    this.#settings = typeof target === 'string' ? natsSettingsOf(target) : target;
+    this.url = this.#settings.shown;
     this.#opts = {
       name: opts.name,
       reconnectTimeWaitMs: opts.reconnectTimeWaitMs ?? 1000,
@@ -182,7 +188,8 @@ export class NatsClient {
     while (!this.#closing) {
       try {
         const nc = await connect({
-          servers: this.url,
+          // Servers, credentials and TLS: the one builder every role uses.
+          ...natsConnectionOptions(this.#settings),
           name: this.#opts.name,
           maxReconnectAttempts: -1,
           reconnectTimeWait: this.#opts.reconnectTimeWaitMs,
@@ -209,11 +216,23 @@ export class NatsClient {
         attempts++;
         // Log the first failure and then every 30th, not every second of an outage.
         if (attempts === 1 || attempts % 30 === 0) {
-          this.#log.warn({ nats: this.url, attempts, err: (err as Error).message }, 'NATS not reachable, retrying');
+          const message = this.#scrub((err as Error).message);
+          if ((err as Error).name === 'AuthorizationError' || (err as Error).name === 'UserAuthenticationExpiredError') {
+            this.#log.error({ nats: this.url, attempts, err: message }, 'NATS refused the credentials (NATS_URL user:password, NATS_TOKEN, NATS_CREDS or NATS_NKEY_SEED_FILE), retrying');
+          } else {
+            this.#log.warn({ nats: this.url, attempts, err: message }, 'NATS not reachable, retrying');
+          }
         }
         await this.#delay();
       }
     }
+  }
+
+  /** An error message with the password or token (should a library or server ever echo one) replaced by `***`. */
+  #scrub(message: string | undefined): string | undefined {
+    let m = message;
+    for (const secret of [this.#settings.pass, this.#settings.token]) if (m && secret) m = m.split(secret).join('***');
+    return m;
   }
 
   #watch(nc: NatsConnection): void {
@@ -222,7 +241,7 @@ export class NatsClient {
         if (this.#closing) return;
         if (s.type === 'disconnect' || s.type === 'staleConnection') this.#setState('reconnecting');
         else if (s.type === 'reconnect') this.#setState('connected');
-        else if (s.type === 'error') this.#log.warn({ err: s.error?.message }, 'NATS async error');
+        else if (s.type === 'error') this.#log.warn({ err: this.#scrub(s.error?.message) }, 'NATS async error');
         else if (s.type === 'slowConsumer') this.#log.warn({ subject: s.sub.getSubject(), pending: s.pending }, 'NATS slow consumer');
         else if (s.type === 'ldm') this.#log.warn({ server: s.server }, 'NATS server entering lame-duck mode');
       }
@@ -230,7 +249,7 @@ export class NatsClient {
     void nc.closed().then((err) => {
       if (this.#closing) return;
       // Closed without close(): e.g. the server refused us for good. Start over rather than stay dead.
-      this.#log.error({ err: err?.message }, 'NATS connection closed unexpectedly, starting over');
+      this.#log.error({ err: this.#scrub(err?.message) }, 'NATS connection closed unexpectedly, starting over');
       if (this.#nc === nc) this.#nc = undefined;
       this.#setState('connecting');
       void this.#connectLoop();
@@ -242,6 +261,6 @@ export class NatsClient {
  * Start connecting to NATS and return at once: a role can start before NATS and report not-ready
  * until {@link NatsClient.state} is `connected`. Reconnects forever; see {@link NatsClient}.
  */
-export function connectNats(url: string, opts: ConnectNatsOptions): NatsClient {
-  return new NatsClient(url, opts);
+export function connectNats(target: NatsSettings | string, opts: ConnectNatsOptions): NatsClient {
+  return new NatsClient(target, opts);
 }

@@ -3,6 +3,7 @@
  * idempotent stream/bucket setup, a fast acked job publisher, Idempotency-Key claims, the executor's
  * durable pull consumer, and an in-memory KV cache for gateway lookups. See each module's TSDoc.
  */
+export { natsConnectionOptions, natsSettingsOf, type NatsSettings } from './connection-options.js';
 export { connectNats, NatsClient, NatsUnavailableError, type ConnectNatsOptions, type NatsState, type NatsStateListener } from './connect.js';
 export {
   JOBS_STREAM,

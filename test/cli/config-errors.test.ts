@@ -20,6 +20,10 @@ t.test('each command refuses a bad setting with exit 2 and one line', async (t) 
     [['gateway'], {}, 'LDBOX_ADMIN_TOKEN is required: the control plane (WorkflowService) accepts only `Authorization: Bearer $LDBOX_ADMIN_TOKEN`'],
     [['executor'], { LDBOX_EXECUTOR_PORT: '70000' }, 'LDBOX_EXECUTOR_PORT must be from 0 to 65535, got 70000'],
     [['dev'], { LDBOX_NATS_PORT: 'x' }, 'LDBOX_NATS_PORT must be a whole number from 0 to 65535, got "x"'],
+    [['gateway'], { ...TOKEN, NATS_URL: 'nats://app:hunter2@nats host:4222' }, 'NATS_URL must be nats://host:port, tls://host:port or host:port (comma-separated), got "nats://***@nats host:4222"'],
+    [['executor'], { NATS_URL: 'nats://app:hunter2@nats:4222', NATS_TOKEN: 'tok-hunter2' }, 'NATS takes one way of authenticating, got a user:password in NATS_URL and NATS_TOKEN'],
+    [['executor'], { NATS_CREDS: '/nonexistent/app.creds' }, 'NATS_CREDS must be a readable file, got "/nonexistent/app.creds" (ENOENT)'],
+    [['dev'], { NATS_URL: 'nats://a:4222', NATS_CERT: '/nonexistent/client.pem' }, 'NATS_CERT must be a readable file, got "/nonexistent/client.pem" (ENOENT)'],
     [['run', 'examples/hello.js'], { LDBOX_MAX_CODE_BYTES: '2 bananas' }, 'LDBOX_MAX_CODE_BYTES must be a size: bytes (1048576) or a number with a unit (512KiB, 8MiB, 1GiB, 8MB), got "2 bananas"'],
   ];
   for (const [args, env, message] of cases) {
@@ -28,5 +32,6 @@ t.test('each command refuses a bad setting with exit 2 and one line', async (t) 
     t.equal(r.code, 2, `exit code, ${what}`);
     t.equal(r.stderr, `configuration error: ${message}\n`, `stderr, ${what}`);
     t.equal(r.stdout, '', `stdout, ${what}`);
+    t.notOk(r.stderr.includes('hunter2'), `no credential echoed, ${what}`);
   }
 });

@@ -15,7 +15,7 @@ const BIN = fileURLToPath(new URL('../../../bin/ldbox.js', import.meta.url));
 
 /** The caller's environment without stray ldbox settings, plus `env`. */
 function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LDBOX_') && k !== 'NATS_URL'));
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LDBOX_') && !k.startsWith('NATS_')));
   return { ...base, ...env };
 }
 
@@ -95,7 +95,7 @@ t.test('a bad environment exits 2 with "configuration error: ..." on stderr', as
   // A few representative rules; test/config/executor-config.test.ts has every message.
   const cases: [Record<string, string>, string][] = [
     [{ LDBOX_EXECUTOR_PORT: 'abc' }, 'LDBOX_EXECUTOR_PORT must be a whole number from 0 to 65535, got "abc"'],
-    [{ NATS_URL: 'http://nats:4222' }, 'NATS_URL must be nats://host:port (or host:port), got "http://nats:4222"'],
+    [{ NATS_URL: 'http://nats:4222' }, 'NATS_URL must be nats://host:port, tls://host:port or host:port (comma-separated), got "http://nats:4222"'],
     [
       { LDBOX_RUNNER_URLS: 'http://a:1,grpc://runner:50051' },
       'LDBOX_RUNNER_URLS: "grpc://runner:50051" must be http://host:port or https://host:port (HTTP/2 cleartext or over TLS; no credentials, path, query or fragment)',

@@ -23,7 +23,7 @@ t.test('defaults', async (t) => {
   t.strictSame(c, {
     host: '127.0.0.1',
     port: 8081,
-    natsUrl: 'nats://127.0.0.1:4222',
+    nats: { servers: ['127.0.0.1:4222'], shown: 'nats://127.0.0.1:4222' },
     runnerUrls: ['http://127.0.0.1:50051'],
     runnerToken: undefined,
     runnerTls: { ca: undefined, cert: undefined, key: undefined },
@@ -54,7 +54,7 @@ t.test('every variable', async (t) => {
   t.strictSame(c, {
     host: '0.0.0.0',
     port: 9091,
-    natsUrl: 'nats://nats.internal:4223',
+    nats: { servers: ['nats.internal:4223'], shown: 'nats://nats.internal:4223' },
     runnerUrls: ['http://runner-a:50051', 'http://runner-b:50052'],
     runnerToken: 'runner-token-0123456789',
     runnerTls: { ca: undefined, cert: undefined, key: undefined },
@@ -67,8 +67,8 @@ t.test('every variable', async (t) => {
   t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_PORT: ' 8082 ' }).port, 8082, 'surrounding blanks are trimmed');
   t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_HOST: '::1' }).host, '::1');
   t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_HOST: 'executor.internal' }).host, 'executor.internal');
-  t.equal(loadExecutorConfig({ NATS_URL: '10.0.0.5:4222' }).natsUrl, '10.0.0.5:4222', 'host:port without scheme');
-  t.equal(loadExecutorConfig({ NATS_URL: 'nats' }).natsUrl, 'nats', 'a bare host name');
+  t.strictSame(loadExecutorConfig({ NATS_URL: '10.0.0.5:4222' }).nats.servers, ['10.0.0.5:4222'], 'host:port without scheme');
+  t.strictSame(loadExecutorConfig({ NATS_URL: 'nats' }).nats.servers, ['nats'], 'a bare host name');
   t.equal(loadExecutorConfig({ LDBOX_RUNNER_TOKEN: 'x'.repeat(16) }).runnerToken, 'x'.repeat(16), '16 characters is enough');
   // Range bounds, both ends.
   t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_CONCURRENCY: '1' }).concurrency, 1);
@@ -126,8 +126,8 @@ t.test('exact messages', async (t) => {
   t.equal(configError({ LDBOX_EXECUTOR_HOST: 'http://x' }), 'LDBOX_EXECUTOR_HOST must be a host name or IP address, got "http://x"');
 
   // NATS_URL.
-  for (const bad of ['http://nats:4222', 'tls://nats:4222', 'nats://nats:4222/', 'nats://', 'nats://a:1,nats://b:2', 'nats host', 'host:abc', 'a:1,b:2', 'nats://x:123456']) {
-    t.equal(configError({ NATS_URL: bad }), `NATS_URL must be nats://host:port (or host:port), got "${bad}"`, bad);
+  for (const bad of ['http://nats:4222', 'nats://nats:4222/', 'nats://', 'nats host', 'host:abc', 'nats://x:123456']) {
+    t.equal(configError({ NATS_URL: bad }), `NATS_URL must be nats://host:port, tls://host:port or host:port (comma-separated), got "${bad}"`, bad);
   }
 
   // LDBOX_RUNNER_URLS.
@@ -160,5 +160,5 @@ t.test('exact messages', async (t) => {
   t.notOk(configError({ LDBOX_RUNNER_TOKEN: 'short' })!.includes('short'), 'the message does not echo the secret');
 
   // Order: NATS_URL and the runner URLs are checked before the numbers.
-  t.equal(configError({ NATS_URL: 'http://x', LDBOX_EXECUTOR_PORT: 'abc' }), 'NATS_URL must be nats://host:port (or host:port), got "http://x"');
+  t.equal(configError({ NATS_URL: 'http://x', LDBOX_EXECUTOR_PORT: 'abc' }), 'NATS_URL must be nats://host:port, tls://host:port or host:port (comma-separated), got "http://x"');
 });

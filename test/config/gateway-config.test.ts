@@ -23,7 +23,7 @@ t.test('defaults', async (t) => {
     adminToken: TOKEN,
     baseUrl: 'http://127.0.0.1:8080',
     baseUrlSet: false,
-    natsUrl: 'nats://127.0.0.1:4222',
+    nats: { servers: ['127.0.0.1:4222'], shown: 'nats://127.0.0.1:4222' },
     webhookRate: 50,
     maxBodyBytes: 5 * MiB,
     stream: { maxMsgs: 1_000_000, maxBytes: 1024 * MiB, duplicateWindowMs: 120_000, replicas: 1 },
@@ -48,7 +48,7 @@ t.test('settings', async (t) => {
   t.equal(c.host, '0.0.0.0');
   t.equal(c.baseUrl, 'https://hooks.example.com/ldbox', 'trailing slash dropped');
   t.equal(c.baseUrlSet, true);
-  t.equal(c.natsUrl, 'nats://nats.internal:4222');
+  t.strictSame(c.nats, { servers: ['nats.internal:4222'], shown: 'nats://nats.internal:4222' });
   t.equal(c.webhookRate, 0, '0 = off');
   t.equal(c.maxBodyBytes, MiB);
   t.same(c.stream, { maxMsgs: 10, maxBytes: 1024 * MiB, duplicateWindowMs: 120_000, replicas: 3 });
@@ -68,7 +68,7 @@ t.test('exact messages', async (t) => {
   t.equal(configError({ LDBOX_GATEWAY_HOST: 'a b' }), 'LDBOX_GATEWAY_HOST must be a host name or IP address, got "a b"');
   t.equal(configError({ LDBOX_BASE_URL: 'ftp://x' }), 'LDBOX_BASE_URL must be an http or https URL without credentials, query or fragment, got "ftp://x"');
   t.equal(configError({ LDBOX_BASE_URL: 'not a url' }), 'LDBOX_BASE_URL must be an absolute http or https URL, got "not a url"');
-  t.equal(configError({ NATS_URL: 'http://x' }), 'NATS_URL must be nats://host:port (or host:port), got "http://x"');
+  t.equal(configError({ NATS_URL: 'http://x' }), 'NATS_URL must be nats://host:port, tls://host:port or host:port (comma-separated), got "http://x"');
   t.equal(configError({ LDBOX_WEBHOOK_RATE: '-1' }), 'LDBOX_WEBHOOK_RATE must be a whole number from 0 to 100000, got "-1"');
   t.equal(configError({ LDBOX_WEBHOOK_RATE: '100001' }), 'LDBOX_WEBHOOK_RATE must be from 0 to 100000, got 100001');
   t.equal(configError({ LDBOX_MAX_BODY_BYTES: '10' }), 'LDBOX_MAX_BODY_BYTES must be from 1KiB to 64MiB, got "10" (10 bytes)');

@@ -106,7 +106,7 @@ process.on('exit', () => {
 
 function spawnExecutor(t: Test, env: Record<string, string>): ChildExecutor {
   // The child sees only the settings given here (no stray LDBOX_* or NATS_URL of the caller's shell).
-  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LDBOX_') && k !== 'NATS_URL'));
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LDBOX_') && !k.startsWith('NATS_')));
   const proc = spawn(process.execPath, [BIN, 'executor'], { env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   liveChildren.add(proc);
   const exited = new Promise<void>((r) => proc.once('exit', () => (liveChildren.delete(proc), r())));

@@ -5,7 +5,8 @@
 import type { Test } from 'tap';
 import { loadExecutorConfig } from '../../src/config/executor-config.js';
 import { type Executor, startExecutor } from '../../src/executor/index.js';
-import { createLogger, silentLogger } from '../../src/logging/logger.js';
+import { createLogger, type Logger, silentLogger } from '../../src/logging/logger.js';
+import type { NatsServerOptions, TestNatsServer } from '../helpers/nats-server.js';
 import { gatewayFixture, type GatewayFixture, rpc } from '../gateway/harness.js';
 import { startTestRunner, type TestRunner } from '../helpers/runner-harness.js';
 import { sleep } from '../nats/util.js';
@@ -26,6 +27,13 @@ export interface StackOptions {
   noRunner?: boolean;
   /** Start no executor (the test starts its own). */
   noExecutor?: boolean;
+  /** Flags of the nats-server (auth, TLS). */
+  natsOpts?: NatsServerOptions;
+  /** NATS_* settings of the gateway and the executor that depend on the server (NATS_URL with credentials, …). */
+  natsEnv?: (nats: TestNatsServer) => Record<string, string>;
+  /** Loggers of the gateway and the in-process executors (default: silent). */
+  gatewayLog?: Logger;
+  executorLog?: Logger;
 }
 
 /** Fast retries so that redelivery tests take seconds. */
@@ -33,7 +41,9 @@ export const FAST_RETRY = (): number => 200;
 
 export async function stackFixture(t: Test, opts: StackOptions = {}): Promise<StackFixture> {
   // LDBOX_TEST_NATS_TRACE=/tmp/nats.log writes nats-server's protocol trace there, for a test that needs explaining.
-  const gw = await gatewayFixture(t, {}, process.env.LDBOX_TEST_NATS_TRACE ? { args: ['-V', '-l', process.env.LDBOX_TEST_NATS_TRACE] } : {});
+  const trace = process.env.LDBOX_TEST_NATS_TRACE ? ['-V', '-l', process.env.LDBOX_TEST_NATS_TRACE] : [];
+  const natsOpts = { ...opts.natsOpts, args: [...(opts.natsOpts?.args ?? []), ...trace] };
+  const gw = await gatewayFixture(t, {}, natsOpts, { natsEnv: opts.natsEnv, log: opts.gatewayLog });
   let runner: TestRunner | undefined;
   if (!opts.noRunner) {
     runner = await startTestRunner(opts.runnerEnv ?? {});
@@ -41,6 +51,7 @@ export async function stackFixture(t: Test, opts: StackOptions = {}): Promise<St
   }
   const executorEnv = {
     NATS_URL: gw.nats.url,
+    ...opts.natsEnv?.(gw.nats),
     LDBOX_EXECUTOR_PORT: '0',
     LDBOX_RUNNER_URLS: runner ? runner.url : 'http://127.0.0.1:9',
     LDBOX_EXECUTOR_CONCURRENCY: '4',
@@ -48,7 +59,7 @@ export async function stackFixture(t: Test, opts: StackOptions = {}): Promise<St
   };
   const start = async (env: Record<string, string> = {}): Promise<Executor> => {
     // LDBOX_TEST_LOG=debug shows the executor's log when a test needs explaining.
-    const log = process.env.LDBOX_TEST_LOG ? createLogger('executor', process.env.LDBOX_TEST_LOG) : silentLogger();
+    const log = opts.executorLog ?? (process.env.LDBOX_TEST_LOG ? createLogger('executor', process.env.LDBOX_TEST_LOG) : silentLogger());
     const ex = await startExecutor(loadExecutorConfig({ ...executorEnv, ...env }), log, {
       nats: { reconnectTimeWaitMs: 100, reconnectJitterMs: 50, connectTimeoutMs: 1000 },
       pullExpiresMs: 1000,

@@ -7,7 +7,7 @@ import type { Test } from 'tap';
 import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { type Gateway, startGateway } from '../../gateway/index.js';
 import { type GatewayConfig, loadGatewayConfig } from '../../src/config/gateway-config.js';
-import { silentLogger } from '../../src/logging/logger.js';
+import { type Logger, silentLogger } from '../../src/logging/logger.js';
 import { JOBS_STREAM, jobSubject } from '../../src/nats/streams.js';
 import { startNatsServer, type NatsServerOptions, type TestNatsServer } from '../helpers/nats-server.js';
 import { testClient, waitFor } from '../nats/util.js';
@@ -21,8 +21,20 @@ export interface GatewayFixture {
   base: string;
 }
 
+export interface GatewayFixtureOptions {
+  /** NATS_* settings that depend on the server (its port): NATS_URL with credentials, NATS_CA, … */
+  natsEnv?: (nats: TestNatsServer) => Record<string, string>;
+  /** The gateway's logger (default: silent). */
+  log?: Logger;
+}
+
 /** A nats-server and a ready gateway (webhook rate off and a 64 KiB body limit unless `env` says otherwise). */
-export async function gatewayFixture(t: Test, env: Record<string, string> = {}, natsOpts: NatsServerOptions = {}): Promise<GatewayFixture> {
+export async function gatewayFixture(
+  t: Test,
+  env: Record<string, string> = {},
+  natsOpts: NatsServerOptions = {},
+  opts: GatewayFixtureOptions = {},
+): Promise<GatewayFixture> {
   const nats = await startNatsServer(natsOpts);
   t.teardown(() => nats.stop());
   const config = loadGatewayConfig({
@@ -32,9 +44,10 @@ export async function gatewayFixture(t: Test, env: Record<string, string> = {}, 
     LDBOX_WEBHOOK_RATE: '0',
     LDBOX_MAX_BODY_BYTES: String(64 * 1024),
     LDBOX_PUBLISH_TIMEOUT_MS: '1000',
+    ...opts.natsEnv?.(nats),
     ...env,
   });
-  const gateway = await startGateway(config, silentLogger(), { nats: { reconnectTimeWaitMs: 100, reconnectJitterMs: 50, connectTimeoutMs: 1000 } });
+  const gateway = await startGateway(config, opts.log ?? silentLogger(), { nats: { reconnectTimeWaitMs: 100, reconnectJitterMs: 50, connectTimeoutMs: 1000 } });
   t.teardown(() => gateway.close(2000));
   await waitFor(() => gateway.ready(), 15_000, 'gateway ready');
   return { nats, gateway, config, base: `http://127.0.0.1:${gateway.port}` };

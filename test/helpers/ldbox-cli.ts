@@ -14,7 +14,7 @@ export interface CliResult {
 
 /** The caller's environment without stray ldbox settings, plus `env`. */
 export function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LDBOX_') && k !== 'NATS_URL'));
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LDBOX_') && !k.startsWith('NATS_')));
   return { ...base, ...env };
 }
 
