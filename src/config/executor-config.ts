@@ -17,6 +17,8 @@ import {
   type SettingSpec,
   withoutCredentials,
 } from './env-parsers.js';
+import type { KeyRing } from '../crypto/secret-box.js';
+import { DATA_KEY_SETTINGS, loadDataKeys } from './data-key-config.js';
 
 export interface ExecutorConfig {
   /** Where `/healthz`, `/readyz` and `/metrics` listen (HTTP/1.1). */
@@ -38,6 +40,8 @@ export interface ExecutorConfig {
    * slack. A node's own `limits.timeoutMs` plus the same slack is used otherwise.
    */
   executeDeadlineMs: number;
+  /** The data keys that open node `auth` values (LDBOX_DATA_KEY…). */
+  dataKeys: KeyRing;
 }
 
 /** Extra time an `Execute` call gets beyond the code's timeout: queueing in the pool and the RPC itself. */
@@ -56,7 +60,7 @@ const S = {
 } as const satisfies Record<string, SettingSpec>;
 
 /** Every setting the executor reads, for `--help` and the unknown-variable warning. */
-export const EXECUTOR_SETTINGS: readonly SettingSpec[] = Object.values(S);
+export const EXECUTOR_SETTINGS: readonly SettingSpec[] = [...Object.values(S), ...DATA_KEY_SETTINGS];
 
 /** Reads the executor's configuration; throws a ConfigError with an exact message on a bad value. */
 export function loadExecutorConfig(env: Env): ExecutorConfig {
@@ -73,6 +77,7 @@ export function loadExecutorConfig(env: Env): ExecutorConfig {
     ackWaitMs: intSetting(env, S.ackWaitMs),
     maxAttempts: intSetting(env, S.maxAttempts),
     executeDeadlineMs: intSetting(env, S.maxTimeoutMs) + EXECUTE_DEADLINE_SLACK_MS,
+    dataKeys: loadDataKeys(env),
   };
 }
 
