@@ -227,7 +227,10 @@ t.test('a sealed value tampered with, or moved to another node or workflow, is r
   await put(wf.id, moved);
   await waitFor(async () => (await rpc(s.base, 'GetWorkflow', { id: wf.id })).status === 400, 5000, 'control plane sees the tampered record');
   const h = await hook(s.base, wfOther.id, { body: {} });
-  t.equal(h.status, 404, 'the webhook route leaves a workflow it cannot open out (logged with the key id)');
+  t.equal(h.status, 202, 'the webhook route still routes it');
+  const ex = await waitForFinish(s.base, h.json.executionId);
+  t.equal(ex.status, 'EXECUTION_STATUS_FAILED');
+  t.equal(ex.error, authentic('n1', wfOther.id), 'the execution fails naming the key id');
   const g = await rpc(s.base, 'GetWorkflow', { id: wfOther.id });
   t.same(g.json, { code: 'failed_precondition', message: authentic('n1', wfOther.id) });
 });
