@@ -84,7 +84,10 @@ export async function runExecution(job: WebhookJob, attempt: number, deps: Execu
     workflow = await deps.workflows.get(job.workflowId);
   } catch (err) {
     // A node's auth that cannot be opened (key not configured, value altered): retrying cannot help.
-    if (isSecretUnavailable(err)) return finish(rec, 'failed', err.message, deps);
+    if (isSecretUnavailable(err)) {
+      deps.log.error({ workflowId: job.workflowId, executionId: job.executionId, keyId: err.keyId, err: err.message }, 'a stored node auth cannot be opened: execution failed');
+      return finish(rec, 'failed', err.message, deps);
+    }
     throw err;
   }
   if (!workflow) return finish(rec, 'failed', `workflow ${job.workflowId} was deleted before the execution ran`, deps);
