@@ -60,7 +60,10 @@ export function dataKeyId(key: Buffer): string {
 /** A data key from its 32 bytes. */
 export function dataKey(key: Buffer): DataKey {
   if (key.length !== DATA_KEY_BYTES) throw new RangeError(`a data key is ${DATA_KEY_BYTES} bytes, got ${key.length}`);
-  return Object.freeze({ id: dataKeyId(key), key: Buffer.from(key) });
+  // The key bytes are not enumerable, so that a logged or serialised config shows the id only.
+  const k = { id: dataKeyId(key) } as DataKey;
+  Object.defineProperty(k, 'key', { value: Buffer.from(key), enumerable: false });
+  return Object.freeze(k);
 }
 
 /** A fresh random data key, as base64 (what LDBOX_DATA_KEY holds). */

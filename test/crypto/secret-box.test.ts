@@ -1,4 +1,5 @@
 /** The secret box (src/crypto/secret-box.ts): round trip, wrong key, truncated, tampered tag, wrong associated data. */
+import { inspect } from 'node:util';
 import t from 'tap';
 import { dataKey, dataKeyId, isSealed, KeyRing, SecretBoxError, sealedKeyId } from '../../src/crypto/secret-box.js';
 
@@ -91,6 +92,13 @@ t.test('wrong associated data: another node or workflow', async (t) => {
   const sealed = ring.seal('x', CTX);
   t.equal(refusal(ring, sealed, 'ldbox-workflows/wf_a/nodes/n2/auth').code, 'not_authentic');
   t.equal(refusal(ring, sealed, 'ldbox-workflows/wf_b/nodes/n1/auth').code, 'not_authentic');
+});
+
+t.test('a key ring logged or serialised shows key ids, never key bytes', async (t) => {
+  const ring = new KeyRing(A, [B]);
+  const json = JSON.stringify({ ring, current: ring.current });
+  t.equal(json, `{"ring":{"current":{"id":"${A.id}"}},"current":{"id":"${A.id}"}}`);
+  t.equal(inspect(ring, { depth: 5 }), `KeyRing { current: { id: '${A.id}' } }`);
 });
 
 t.test('a data key is 32 bytes', async (t) => {
