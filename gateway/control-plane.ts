@@ -38,7 +38,7 @@ import {
 import type { Logger } from '../src/logging/logger.js';
 import { NatsUnavailableError } from '../src/nats/connect.js';
 import type { KvCache } from '../src/nats/kv-cache.js';
-import { isStoreConflict, isStoreUnavailable } from '../src/store/store-errors.js';
+import { isSecretUnavailable, isStoreConflict, isStoreUnavailable } from '../src/store/store-errors.js';
 import { type ExecutionRepository, toProtoExecution } from '../src/store/execution-repository.js';
 import type { WorkflowRepository } from '../src/store/workflow-repository.js';
 import { toProtoWorkspace, type WorkspaceRepository } from '../src/store/workspace-repository.js';
@@ -228,6 +228,10 @@ export function toConnectError(err: unknown, method: string, log: Logger): Conne
     return new ConnectError('NATS is not reachable: try again shortly', Code.Unavailable, undefined, undefined, err);
   }
   if (isStoreConflict(err)) return new ConnectError(err.message, Code.Aborted, undefined, undefined, err);
+  if (isSecretUnavailable(err)) {
+    log.error({ method, keyId: err.keyId, err: err.message }, 'a stored secret cannot be opened');
+    return new ConnectError(err.message, Code.FailedPrecondition, undefined, undefined, err);
+  }
   log.error({ method, err }, 'control plane call failed');
   return new ConnectError('internal error', Code.Internal, undefined, undefined, err);
 }

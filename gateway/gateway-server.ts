@@ -27,6 +27,7 @@ import { KvCache } from '../src/nats/kv-cache.js';
 import { checkMaxPayload, ensureJobsStream, ensureKvBuckets, KV_BUCKETS, maxJobBytes } from '../src/nats/streams.js';
 import { ExecutionRepository } from '../src/store/execution-repository.js';
 import { WorkflowRepository } from '../src/store/workflow-repository.js';
+import { decodeWorkflowForRouting } from '../src/store/workflow-codec.js';
 import { ensureWorkspacesBucket, WORKSPACES_BUCKET, WorkspaceRepository, type WorkspaceRecord } from '../src/store/workspace-repository.js';
 import type { RandomBytes } from '../src/workflows/webhook-secret.js';
 import type { WorkflowRecord } from '../src/workflows/workflow-model.js';
@@ -64,7 +65,15 @@ export async function startGateway(configIn: GatewayConfig, log: Logger, options
   const metrics = createGatewayMetrics();
   const client = connectNats(config.nats, { name: 'ldbox-gateway', logger: log, ...options.nats });
   const publisher = new JobPublisher(client, { timeoutMs: config.publishTimeoutMs });
-  const workflowCache = new KvCache<WorkflowRecord>({ client, bucket: KV_BUCKETS.workflows, logger: log });
+  // Node `auth` values are opened here too (the cache is compared with what the control plane wrote). A
+  // workflow whose `auth` cannot be opened still routes its webhooks (with a warning naming the key id): the
+  // executor refuses its executions with that message, a clearer answer than a 404.
+  const workflowCache = new KvCache<WorkflowRecord>({
+    client,
+    bucket: KV_BUCKETS.workflows,
+    logger: log,
+    decode: (v) => decodeWorkflowForRouting(v, config.dataKeys, (err) => log.warn({ keyId: err.keyId, err: err.message }, 'a stored node auth cannot be opened')),
+  });
   const workspaceCache = new KvCache<WorkspaceRecord>({ client, bucket: WORKSPACES_BUCKET, logger: log });
   const limiter = new RateLimiter();
   workflowCache.onChange((id, value) => {
@@ -91,7 +100,7 @@ export async function startGateway(configIn: GatewayConfig, log: Logger, options
           if (problem) log.error({ maxBodyBytes: config.maxBodyBytes }, `${problem}; larger webhooks are answered 413`);
           stores = {
             idempotency: buckets.idempotency,
-            workflows: new WorkflowRepository(buckets.workflows, buckets.webhooks, jsm),
+            workflows: new WorkflowRepository(buckets.workflows, buckets.webhooks, jsm, config.dataKeys),
             executions: new ExecutionRepository(buckets.executions, jsm),
             workspaces: new WorkspaceRepository(workspaces),
             maxPayload: nc.info?.max_payload,

@@ -19,6 +19,7 @@ import { startGateway } from '../../gateway/index.js';
 import { createLogger, type Logger } from '../logging/logger.js';
 import { startRunnerServer } from '../../runner/server/runner-server.js';
 import { runDev } from '../dev/dev-command.js';
+import { REENCRYPT_ABOUT, runReencrypt } from './reencrypt-command.js';
 import { RUN_USAGE, runCommand } from './run-command.js';
 import { isParseArgsError, usageMessage } from './usage-message.js';
 
@@ -30,6 +31,7 @@ const USAGE = `usage: ldbox <command> [--help]
   gateway             the webhook gateway and control plane (HTTP on LDBOX_GATEWAY_PORT, default 8080; needs NATS_URL)
   executor            runs queued workflows on the runners of LDBOX_RUNNER_URLS (health and metrics on LDBOX_EXECUTOR_PORT, default 8081)
   run FILE.js [...]   run integration code locally in the sandbox
+  reencrypt           seal every stored node auth value with the current LDBOX_DATA_KEY (after a key rotation)
 
 'ldbox <command> --help' shows a command's options and settings (environment variables).
 `;
@@ -40,6 +42,7 @@ const ABOUT: Record<Command, string> = {
   runner: 'usage: ldbox runner [--help]\n\nThe sandbox runner: gRPC, gRPC-Web and Connect on HTTP/2 cleartext; Connect, /healthz, /readyz and /metrics on HTTP/1.1 too.',
   gateway: 'usage: ldbox gateway [--help]\n\nThe webhook gateway and control plane (WorkflowService, WorkspaceService) over HTTP; queues jobs in NATS JetStream.',
   executor: 'usage: ldbox executor [--help]\n\nRuns queued workflow jobs from NATS on the runners; /healthz, /readyz and /metrics over HTTP.',
+  reencrypt: REENCRYPT_ABOUT,
   run: `${RUN_USAGE}\n\nRuns integration code locally in the runner's sandbox (same pool, same limits): the result as JSON on stdout, logs on stderr.\nExit codes: 0 ok, 1 the code failed, 2 bad usage.`,
 };
 
@@ -66,7 +69,7 @@ function packageVersion(): string {
   return pkg.version;
 }
 
-const COMMANDS: readonly string[] = ['runner', 'gateway', 'executor', 'dev', 'run'];
+const COMMANDS: readonly string[] = ['runner', 'gateway', 'executor', 'dev', 'run', 'reencrypt'];
 
 /** The CLI entry: returns the exit code (0 ok, 1 failure, 2 bad usage or configuration error). */
 export async function runCli(argv: readonly string[]): Promise<number> {
@@ -110,6 +113,8 @@ export async function runCli(argv: readonly string[]): Promise<number> {
         return await serveGateway();
       case 'executor':
         return await serveExecutor();
+      case 'reencrypt':
+        return await runReencrypt(process.env, { stdout, stderr });
     }
   } catch (err) {
     if (err instanceof ConfigError) {

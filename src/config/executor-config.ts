@@ -18,6 +18,8 @@ import {
 import { certificateSetting, keyPairSetting } from './tls-files.js';
 import type { NatsSettings } from '../nats/connection-options.js';
 import { loadNatsSettings, NATS_SETTINGS } from './nats-config.js';
+import type { KeyRing } from '../crypto/secret-box.js';
+import { DATA_KEY_SETTINGS, loadDataKeys } from './data-key-config.js';
 
 export interface ExecutorConfig {
   /** Where `/healthz`, `/readyz` and `/metrics` listen (HTTP/1.1). */
@@ -42,6 +44,8 @@ export interface ExecutorConfig {
    * slack. A node's own `limits.timeoutMs` plus the same slack is used otherwise.
    */
   executeDeadlineMs: number;
+  /** The data keys that open node `auth` values (LDBOX_DATA_KEY…). */
+  dataKeys: KeyRing;
 }
 
 /** PEM; each part undefined when its setting is unset. */
@@ -70,7 +74,7 @@ const S = {
 } as const satisfies Record<string, SettingSpec>;
 
 /** Every setting the executor reads, for `--help` and the unknown-variable warning. */
-export const EXECUTOR_SETTINGS: readonly SettingSpec[] = [...NATS_SETTINGS, ...Object.values(S)];
+export const EXECUTOR_SETTINGS: readonly SettingSpec[] = [...NATS_SETTINGS, ...Object.values(S), ...DATA_KEY_SETTINGS];
 
 /** Reads the executor's configuration; throws a ConfigError with an exact message on a bad value. */
 export function loadExecutorConfig(env: Env): ExecutorConfig {
@@ -88,6 +92,7 @@ export function loadExecutorConfig(env: Env): ExecutorConfig {
     ackWaitMs: intSetting(env, S.ackWaitMs),
     maxAttempts: intSetting(env, S.maxAttempts),
     executeDeadlineMs: intSetting(env, S.maxTimeoutMs) + EXECUTE_DEADLINE_SLACK_MS,
+    dataKeys: loadDataKeys(env),
   };
 }
 

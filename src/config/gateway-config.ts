@@ -10,12 +10,14 @@
  *
  * Tests: test/config/gateway-config.test.ts.
  */
+import type { KeyRing } from '../crypto/secret-box.js';
 import type { JobsStreamOptions } from '../nats/streams.js';
 import { normalizeBaseUrl } from '../workflows/workflow-model.js';
 import { isWorkflowValidationError } from '../workflows/validation-error.js';
 import type { NatsSettings } from '../nats/connection-options.js';
 import { ConfigError, type Env, hostSetting, intSetting, type SettingSpec, sizeSetting, stringSetting } from './env-parsers.js';
 import { loadNatsSettings, NATS_SETTINGS } from './nats-config.js';
+import { DATA_KEY_SETTINGS, loadDataKeys } from './data-key-config.js';
 
 const MiB = 1024 * 1024;
 
@@ -40,6 +42,8 @@ export interface GatewayConfig {
   idempotencyTtlMs: number;
   /** How long to wait for a PubAck before answering 503. */
   publishTimeoutMs: number;
+  /** The data keys that seal and open node `auth` values (LDBOX_DATA_KEY…). */
+  dataKeys: KeyRing;
 }
 
 const S = {
@@ -58,7 +62,7 @@ const S = {
 } as const satisfies Record<string, SettingSpec>;
 
 /** Every setting the gateway reads, for `--help` and the unknown-variable warning. */
-export const GATEWAY_SETTINGS: readonly SettingSpec[] = [...NATS_SETTINGS, ...Object.values(S)];
+export const GATEWAY_SETTINGS: readonly SettingSpec[] = [...NATS_SETTINGS, ...Object.values(S), ...DATA_KEY_SETTINGS];
 
 /** Reads the gateway's configuration; throws a ConfigError with an exact message on a bad value. */
 export function loadGatewayConfig(env: Env): GatewayConfig {
@@ -93,5 +97,6 @@ export function loadGatewayConfig(env: Env): GatewayConfig {
     },
     idempotencyTtlMs: intSetting(env, S.idempotencyTtlMs),
     publishTimeoutMs: intSetting(env, S.publishTimeoutMs),
+    dataKeys: loadDataKeys(env),
   };
 }

@@ -5,13 +5,15 @@
  * Tests: test/config/known-settings.test.ts, test/cli/unknown-settings.test.ts.
  */
 import { DEV_SETTINGS } from './dev-config.js';
-import type { Env, SettingSpec } from './env-parsers.js';
+import { type Env, type SettingSpec } from './env-parsers.js';
+import { NATS_SETTINGS } from './nats-config.js';
+import { DATA_KEY_SETTINGS } from './data-key-config.js';
 import { EXECUTOR_SETTINGS } from './executor-config.js';
 import { GATEWAY_SETTINGS } from './gateway-config.js';
 import { LOG_SETTINGS } from './log-config.js';
 import { RUNNER_SETTINGS } from './runner-config.js';
 
-export type Command = 'runner' | 'gateway' | 'executor' | 'dev' | 'run';
+export type Command = 'runner' | 'gateway' | 'executor' | 'dev' | 'run' | 'reencrypt';
 
 /** Each name once, first occurrence first. */
 function union(...lists: ReadonlyArray<readonly SettingSpec[]>): readonly SettingSpec[] {
@@ -27,6 +29,7 @@ export const COMMAND_SETTINGS: Readonly<Record<Command, readonly SettingSpec[]>>
   executor: union(EXECUTOR_SETTINGS, LOG_SETTINGS),
   dev: union(DEV_SETTINGS, GATEWAY_SETTINGS, EXECUTOR_SETTINGS, RUNNER_SETTINGS, LOG_SETTINGS),
   run: RUNNER_SETTINGS,
+  reencrypt: [...NATS_SETTINGS, ...DATA_KEY_SETTINGS],
 };
 
 /** Every setting name of every command. */

@@ -9,6 +9,8 @@
  * - Tokens: `LDBOX_ADMIN_TOKEN` / `LDBOX_RUNNER_TOKEN` when set; otherwise generated once and kept in
  *   `$LDBOX_DATA_DIR/admin-token` and `runner-token` (mode 0600), so that a restart keeps working with the
  *   workflows stored in NATS and the README's quickstart can read the token from the file.
+ * - Data key: `LDBOX_DATA_KEY` / `LDBOX_DATA_KEY_FILE` when set; otherwise generated once into
+ *   `$LDBOX_DATA_DIR/data-key` (mode 0600) and reused, so node `auth` values stored by an earlier run open.
  * - Then the runner, the executor (pointed at that runner) and the gateway, each with its usual LDBOX_*
  *   settings (ports 50051, 8081 and 8080 by default; 0 = any free port), and the URLs are printed.
  * - Ctrl-C (or SIGTERM) stops the gateway, the executor, the runner and nats-server, in that order.
@@ -16,6 +18,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { generateDataKey } from '../crypto/secret-box.js';
 import { loadDevConfig, type DevConfig } from '../config/dev-config.js';
 import type { Env } from '../config/env-parsers.js';
 import { loadExecutorConfig } from '../config/executor-config.js';
@@ -42,14 +45,15 @@ export async function runDev(env: Env, io: DevIo, stop: Promise<void>): Promise<
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const adminToken = env.LDBOX_ADMIN_TOKEN || keptToken(join(dataDir, 'admin-token'));
   const runnerToken = env.LDBOX_RUNNER_TOKEN || keptToken(join(dataDir, 'runner-token'));
+  const keyEnv = env.LDBOX_DATA_KEY || env.LDBOX_DATA_KEY_FILE ? {} : { LDBOX_DATA_KEY_FILE: keptDataKey(join(dataDir, 'data-key')) };
 
   // Every setting is read before anything starts, so a typo does not leave a nats-server behind; the NATS
   // URL and the runner's URL are filled in below, once the local server and the runner have their ports.
   // The in-process runner is called over loopback by the in-process executor: no TLS (README, Security).
   const noTls = { LDBOX_RUNNER_TLS_CERT: undefined, LDBOX_RUNNER_TLS_KEY: undefined, LDBOX_RUNNER_TLS_CLIENT_CA: undefined };
   const runnerConfig = loadRunnerConfig({ ...env, ...noTls, LDBOX_RUNNER_TOKEN: runnerToken });
-  const gatewayConfig = loadGatewayConfig({ ...env, LDBOX_ADMIN_TOKEN: adminToken });
-  const executorConfig = loadExecutorConfig({ ...env, LDBOX_RUNNER_TOKEN: runnerToken });
+  const gatewayConfig = loadGatewayConfig({ ...env, ...keyEnv, LDBOX_ADMIN_TOKEN: adminToken });
+  const executorConfig = loadExecutorConfig({ ...env, ...keyEnv, LDBOX_RUNNER_TOKEN: runnerToken });
 
   let nats: LocalNats | undefined;
   let natsSettings = gatewayConfig.nats;
@@ -100,6 +104,7 @@ export async function runDev(env: Env, io: DevIo, stop: Promise<void>): Promise<
         `  executor  http://127.0.0.1:${executor.port}   /healthz /readyz /metrics`,
         `  NATS      ${natsSettings.shown}${nats ? `   user ${LOCAL_NATS_USER}, password in ${join(dataDir, 'nats-password')}; data in ${join(dataDir, 'nats')}` : ' (NATS_URL)'}`,
         `  admin token   ${adminToken}${env.LDBOX_ADMIN_TOKEN ? '' : `   (kept in ${join(dataDir, 'admin-token')})`}`,
+        `  data key      ${keyEnv.LDBOX_DATA_KEY_FILE ? `kept in ${keyEnv.LDBOX_DATA_KEY_FILE} (back it up: stored node auth values cannot be read without it)` : 'LDBOX_DATA_KEY / LDBOX_DATA_KEY_FILE'}`,
         `  runner token  ${runnerToken}${env.LDBOX_RUNNER_TOKEN ? '' : `   (kept in ${join(dataDir, 'runner-token')})`}`,
         'Ctrl-C stops everything. The README\'s "Quickstart" creates and triggers a workflow with curl.',
         '',
@@ -137,6 +142,19 @@ function keptToken(file: string): string {
   writeFileSync(file, `${t}\n`, { mode: 0o600 });
   chmodSync(file, 0o600);
   return t;
+}
+
+/**
+ * The path of the data key kept in `file`, created (32 random bytes, base64, mode 0600) when absent. An
+ * existing file is never replaced: a bad one is refused by the config loader, since the workflows stored
+ * with it would become unreadable.
+ */
+function keptDataKey(file: string): string {
+  if (!existsSync(file)) {
+    writeFileSync(file, `${generateDataKey()}\n`, { mode: 0o600, flag: 'wx' });
+    chmodSync(file, 0o600);
+  }
+  return file;
 }
 
 /** LDBOX_NATS_PORT, or 4222, or any free port when 4222 is taken and no port was asked for. */

@@ -99,7 +99,7 @@ export async function startExecutor(config: ExecutorConfig, log: Logger, options
     ]);
     stores = {
       nc,
-      workflows: new WorkflowRepository(workflows, webhooks, jsm),
+      workflows: new WorkflowRepository(workflows, webhooks, jsm, config.dataKeys),
       executions: new ExecutionRepository(executions, jsm),
       workspaces: new WorkspaceRepository(workspaces),
     };

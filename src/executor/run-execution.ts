@@ -26,6 +26,7 @@ import type { JsonObject, JsonValue } from '@bufbuild/protobuf';
 import { ResultKind } from '../gen/ldbox/runner/v1/runner_pb.js';
 import type { Logger } from '../logging/logger.js';
 import type { ExecutionRecord, ExecutionRepository } from '../store/execution-repository.js';
+import { isSecretUnavailable } from '../store/store-errors.js';
 import type { WorkspaceRepository } from '../store/workspace-repository.js';
 import { isTemplateError, renderTemplates } from '../workflows/template.js';
 import type { WebhookJob } from '../workflows/webhook-job.js';
@@ -78,7 +79,17 @@ export async function runExecution(job: WebhookJob, attempt: number, deps: Execu
   }
   const rec = continuedRecord(job, existing, { startedAt: now().toISOString(), attempts: Math.max((existing?.attempts ?? 0) + 1, attempt) });
 
-  const workflow = await deps.workflows.get(job.workflowId);
+  let workflow;
+  try {
+    workflow = await deps.workflows.get(job.workflowId);
+  } catch (err) {
+    // A node's auth that cannot be opened (key not configured, value altered): retrying cannot help.
+    if (isSecretUnavailable(err)) {
+      deps.log.error({ workflowId: job.workflowId, executionId: job.executionId, keyId: err.keyId, err: err.message }, 'a stored node auth cannot be opened: execution failed');
+      return finish(rec, 'failed', err.message, deps);
+    }
+    throw err;
+  }
   if (!workflow) return finish(rec, 'failed', `workflow ${job.workflowId} was deleted before the execution ran`, deps);
 
   const share = nodeShareBytes(deps.maxRecordBytes(), jsonBytes(job.trigger), workflow.nodes.length);

@@ -30,3 +30,5 @@ export {
   WorkspaceRepository,
   type WorkspaceRecord,
 } from './workspace-repository.js';
+export { isSecretUnavailable, SecretUnavailableError } from './store-errors.js';
+export { decodeWorkflow, encodeWorkflow, needsReencrypt, nodeAuthContext } from './workflow-codec.js';

@@ -14,6 +14,26 @@ export class StoreConflictError extends Error {
   override readonly name = 'StoreConflictError';
 }
 
+/**
+ * A stored secret (a node's `auth`) that cannot be opened: its data key is not configured, or the value
+ * was altered or moved. The message names the workflow, the node and the key id, never key material.
+ */
+export class SecretUnavailableError extends Error {
+  override readonly name = 'SecretUnavailableError';
+  constructor(
+    message: string,
+    /** The id of the data key the value names, when it names one. */
+    readonly keyId: string | undefined,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+export function isSecretUnavailable(err: unknown): err is SecretUnavailableError {
+  return err instanceof SecretUnavailableError;
+}
+
 export function isStoreUnavailable(err: unknown): err is StoreUnavailableError {
   return err instanceof StoreUnavailableError;
 }

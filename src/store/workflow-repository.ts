@@ -4,8 +4,9 @@
  * Keys and values (JSON, UTF-8):
  * - `ldbox-workflows`: key = workflow id (`wf_…`), value = {@link WorkflowRecord} (src/workflows/workflow-model.ts):
  *   `{"id","name","workspace","nodes":[…],"webhook":{"webhookId","auth":{"method","secretHash",
- *   "previousSecretHash","previousSecretExpiresAt"}},"rateLimitPerSecond","createdAt"}`. Secrets only as
- *   SHA-256 hashes. Gateways watch this bucket into an in-memory KvCache for the webhook route.
+ *   "previousSecretHash","previousSecretExpiresAt"}},"rateLimitPerSecond","createdAt"}`. Webhook secrets only
+ *   as SHA-256 hashes; each node's `auth` sealed with the data key (workflow-codec.ts). Gateways watch this
+ *   bucket into an in-memory KvCache for the webhook route.
  * - `ldbox-webhooks`: key = webhook id (`wh_…`), value = `{"workflowId": "wf_…"}`. Written after the
  *   workflow, deleted with it; for lookups by webhook id (not used by the webhook route, whose URL names
  *   the workflow).
@@ -15,11 +16,13 @@
  */
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
+import type { KeyRing } from '../crypto/secret-box.js';
 import { KV_BUCKETS } from '../nats/streams.js';
 import { kvKeys } from './kv-index.js';
 import { isWorkflowId } from '../workflows/ids.js';
 import type { WorkflowRecord } from '../workflows/workflow-model.js';
-import { decodeJson, decodePageToken, encodeJson, encodePageToken, isWrongRevision, StoreConflictError, unavailable } from './store-errors.js';
+import { decodeWorkflow, encodeWorkflow, needsReencrypt } from './workflow-codec.js';
+import { decodePageToken, encodeJson, encodePageToken, isSecretUnavailable, isWrongRevision, StoreConflictError, unavailable } from './store-errors.js';
 
 export interface WorkflowPage {
   workflows: WorkflowRecord[];
@@ -34,13 +37,15 @@ export class WorkflowRepository {
     private readonly workflows: KV,
     private readonly webhooks: KV,
     private readonly jsm: JetStreamManager,
+    /** Seals node `auth` values on write, opens them on read. */
+    private readonly keys: KeyRing,
     private readonly bucket: string = KV_BUCKETS.workflows,
   ) {}
 
   /** Stores a new workflow (create-if-absent on its id) and its webhook index entry. */
   async create(record: WorkflowRecord): Promise<void> {
     try {
-      await this.workflows.put(record.id, encodeJson(record), { previousSeq: 0 });
+      await this.workflows.put(record.id, encodeWorkflow(record, this.keys), { previousSeq: 0 });
     } catch (err) {
       if (isWrongRevision(err)) throw new StoreConflictError(`workflow ${record.id} already exists`, { cause: err });
       throw unavailable('storing the workflow failed', err);
@@ -52,7 +57,10 @@ export class WorkflowRepository {
     }
   }
 
-  /** The workflow and its KV revision; undefined when there is none. */
+  /**
+   * The workflow and its KV revision; undefined when there is none. Throws SecretUnavailableError when a
+   * node's `auth` cannot be opened with the configured data keys.
+   */
   async getWithRevision(id: string): Promise<{ record: WorkflowRecord; revision: number } | undefined> {
     let e;
     try {
@@ -61,7 +69,7 @@ export class WorkflowRepository {
       throw unavailable('reading the workflow failed', err);
     }
     if (!e || e.operation !== 'PUT') return undefined;
-    return { record: decodeJson<WorkflowRecord>(e.value), revision: e.revision };
+    return { record: decodeWorkflow(e.value, this.keys), revision: e.revision };
   }
 
   async get(id: string): Promise<WorkflowRecord | undefined> {
@@ -78,7 +86,7 @@ export class WorkflowRepository {
       if (!current) return undefined;
       const next = change(current.record);
       try {
-        await this.workflows.update(id, encodeJson(next.record), current.revision);
+        await this.workflows.update(id, encodeWorkflow(next.record, this.keys), current.revision);
         return next;
       } catch (err) {
         if (!isWrongRevision(err)) throw unavailable('updating the workflow failed', err);
@@ -137,5 +145,41 @@ export class WorkflowRepository {
     }
     const more = out.length === opts.pageSize && ids.slice(i).length > 0;
     return { workflows: out, nextPageToken: more ? encodePageToken(out[out.length - 1]!.id) : '' };
+  }
+
+  /**
+   * Rewrites every stored workflow whose node `auth` is in plaintext or sealed with an old key, so that
+   * afterwards only the current key is needed (`ldbox reencrypt`). Compare-and-set, so a concurrent control-
+   * plane write is never lost. A workflow that cannot be opened is reported in `failed`, not rewritten.
+   */
+  async reencryptAll(): Promise<{ rewritten: string[]; unchanged: number; failed: Array<{ id: string; error: string }> }> {
+    let ids: string[];
+    try {
+      ids = (await kvKeys(this.jsm, this.bucket)).sort();
+    } catch (err) {
+      throw unavailable('listing workflows failed', err);
+    }
+    const out = { rewritten: [] as string[], unchanged: 0, failed: [] as Array<{ id: string; error: string }> };
+    for (const id of ids) {
+      let e;
+      try {
+        e = await this.workflows.get(id);
+      } catch (err) {
+        throw unavailable('reading the workflow failed', err);
+      }
+      if (!e || e.operation !== 'PUT') continue;
+      if (!needsReencrypt(e.value, this.keys)) {
+        out.unchanged++;
+        continue;
+      }
+      try {
+        const done = await this.update(id, (record) => ({ record, result: undefined }));
+        if (done) out.rewritten.push(id);
+      } catch (err) {
+        if (!isSecretUnavailable(err)) throw err;
+        out.failed.push({ id, error: err.message });
+      }
+    }
+    return out;
   }
 }

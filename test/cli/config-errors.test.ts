@@ -4,14 +4,19 @@
  */
 import t from 'tap';
 import { ldbox } from '../helpers/ldbox-cli.js';
+import { TEST_DATA_KEY } from '../helpers/data-keys.js';
 
-const TOKEN = { LDBOX_ADMIN_TOKEN: 'test-admin-token-0123456789' };
+const NO_KEY =
+  'LDBOX_DATA_KEY (or LDBOX_DATA_KEY_FILE) is required: the base64 of 32 random bytes that encrypts stored secrets (generate one with: openssl rand -base64 32)';
+
+const KEY = { LDBOX_DATA_KEY: TEST_DATA_KEY };
+const TOKEN = { LDBOX_ADMIN_TOKEN: 'test-admin-token-0123456789', ...KEY };
 
 t.test('each command refuses a bad setting with exit 2 and one line', async (t) => {
   const cases: [string[], Record<string, string>, string][] = [
     [['runner'], { LDBOX_LOG_LEVEL: 'verbose' }, 'LDBOX_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"'],
     [['gateway'], { ...TOKEN, LDBOX_LOG_LEVEL: 'verbose' }, 'LDBOX_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"'],
-    [['executor'], { LDBOX_LOG_LEVEL: 'loud' }, 'LDBOX_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"'],
+    [['executor'], { ...KEY, LDBOX_LOG_LEVEL: 'loud' }, 'LDBOX_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"'],
     [['dev'], { LDBOX_LOG_LEVEL: 'verbose' }, 'LDBOX_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"'],
     [['runner'], { LDBOX_POOL_SIZE: 'abc' }, 'LDBOX_POOL_SIZE must be a whole number from 1 to 256, got "abc"'],
     [['runner'], { LDBOX_MAX_RESULT_BYTES: '8M' }, 'LDBOX_MAX_RESULT_BYTES must name its unit unambiguously: "8M" could be 8MiB (8388608 bytes) or 8MB (8000000 bytes)'],
@@ -19,6 +24,12 @@ t.test('each command refuses a bad setting with exit 2 and one line', async (t) 
     [['gateway'], { ...TOKEN, LDBOX_MAX_BODY_BYTES: '1GiB' }, 'LDBOX_MAX_BODY_BYTES must be from 1KiB to 64MiB, got "1GiB" (1073741824 bytes)'],
     [['gateway'], {}, 'LDBOX_ADMIN_TOKEN is required: the control plane (WorkflowService) accepts only `Authorization: Bearer $LDBOX_ADMIN_TOKEN`'],
     [['executor'], { LDBOX_EXECUTOR_PORT: '70000' }, 'LDBOX_EXECUTOR_PORT must be from 0 to 65535, got 70000'],
+    [['gateway'], { LDBOX_ADMIN_TOKEN: TOKEN.LDBOX_ADMIN_TOKEN }, NO_KEY],
+    [['executor'], {}, NO_KEY],
+    [['reencrypt'], {}, NO_KEY],
+    [['executor'], { LDBOX_DATA_KEY: Buffer.alloc(16).toString('base64') }, 'LDBOX_DATA_KEY must be the base64 of 32 bytes, got 16 bytes'],
+    [['gateway'], { ...TOKEN, LDBOX_DATA_KEY_FILE: '/nonexistent/ldbox-key' }, 'LDBOX_DATA_KEY and LDBOX_DATA_KEY_FILE are both set: set one of them'],
+    [['reencrypt'], { LDBOX_DATA_KEY_FILE: '/nonexistent/ldbox-key' }, 'LDBOX_DATA_KEY_FILE: cannot read "/nonexistent/ldbox-key" (ENOENT)'],
     [['dev'], { LDBOX_NATS_PORT: 'x' }, 'LDBOX_NATS_PORT must be a whole number from 0 to 65535, got "x"'],
     [['gateway'], { ...TOKEN, NATS_URL: 'nats://app:hunter2@nats host:4222' }, 'NATS_URL must be nats://host:port, tls://host:port or host:port (comma-separated), got "nats://***@nats host:4222"'],
     [['executor'], { NATS_URL: 'nats://app:hunter2@nats:4222', NATS_TOKEN: 'tok-hunter2' }, 'NATS takes one way of authenticating, got a user:password in NATS_URL and NATS_TOKEN'],

@@ -10,13 +10,14 @@ import t, { type Test } from 'tap';
 import { gatewayFixture } from '../gateway/harness.js';
 import { freePort } from '../helpers/nats-server.js';
 import { waitFor } from '../nats/util.js';
+import { TEST_DATA_KEY } from '../helpers/data-keys.js';
 
 const BIN = fileURLToPath(new URL('../../../bin/ldbox.js', import.meta.url));
 
 /** The caller's environment without stray ldbox settings, plus `env`. */
 function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LDBOX_') && !k.startsWith('NATS_')));
-  return { ...base, ...env };
+  return { ...base, LDBOX_DATA_KEY: TEST_DATA_KEY, ...env };
 }
 
 function runToExit(env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -4,7 +4,7 @@
  * data dir (the test cannot take port 8080 or write into the checkout).
  */
 import { spawn, execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -61,6 +61,10 @@ t.test('ldbox dev runs everything; the README quickstart works against it; Ctrl-
   t.match(out, /NATS +nats:\/\/127\.0\.0\.1:\d+/);
   const token = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
   t.match(out, token, 'the generated admin token is printed and kept in the data dir');
+  const keyFile = join(dataDir, 'data-key');
+  t.equal(Buffer.from(readFileSync(keyFile, 'utf8').trim(), 'base64').length, 32, 'a data key is generated into the data dir');
+  t.equal(statSync(keyFile).mode & 0o777, 0o600, 'readable by its owner only');
+  t.match(out, `data key      kept in ${keyFile}`);
 
   const block = quickstartBlock();
   t.match(block, /^GW=http:\/\/127\.0\.0\.1:8080$/m, 'the README uses the default port');
@@ -83,4 +87,55 @@ t.test('ldbox dev runs everything; the README quickstart works against it; Ctrl-
   t.equal(await exited, 0, `ldbox dev exits 0 on Ctrl-C\n${err}`);
   t.notOk(existsSync(`/proc/${natsPid}`) && readFileSync(`/proc/${natsPid}/cmdline`, 'utf8').includes('nats-server'), 'its nats-server is stopped');
   t.notOk(existsSync(join(dataDir, 'nats', 'nats-server.pid')), 'and its pid file removed');
+});
+
+t.test('ldbox dev keeps its data key: a workflow with auth stored by one run opens in the next', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'ldbox-dev-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const dataDir = join(dir, 'data');
+  const start = async () => {
+    const child = spawn(process.execPath, [BIN, 'dev'], {
+      env: { ...process.env, LDBOX_DATA_DIR: dataDir, LDBOX_GATEWAY_PORT: '0', LDBOX_RUNNER_PORT: '0', LDBOX_EXECUTOR_PORT: '0', LDBOX_NATS_PORT: '0', LDBOX_POOL_SIZE: '1', LDBOX_LOG_LEVEL: 'warn', NATS_URL: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    t.teardown(() => {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    const deadline = Date.now() + 60_000;
+    while (!/ldbox dev is ready/.test(out)) {
+      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`ldbox dev did not get ready:\n${out}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const gateway = /gateway +(http:\/\/127\.0\.0\.1:\d+)/.exec(out)![1]!;
+    const token = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
+    const call = async (method: string, body: unknown) => {
+      const res = await fetch(`${gateway}/ldbox.workflows.v1.WorkflowService/${method}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, json: (await res.json()) as any };
+    };
+    const stop = async () => {
+      child.kill('SIGINT');
+      t.equal(await exited, 0, 'ldbox dev exits 0');
+    };
+    return { call, stop };
+  };
+
+  const first = await start();
+  const key = readFileSync(join(dataDir, 'data-key'), 'utf8');
+  const created = await first.call('CreateWorkflow', { name: 'kept', workspace: 'ws', nodes: [{ id: 'a', code: 'return 1', auth: { token: 'dev-secret-value' } }] });
+  t.equal(created.status, 200);
+  await first.stop();
+
+  const second = await start();
+  t.equal(readFileSync(join(dataDir, 'data-key'), 'utf8'), key, 'the key is reused, not replaced');
+  const got = await second.call('GetWorkflow', { id: created.json.workflow.id });
+  t.equal(got.status, 200, JSON.stringify(got.json));
+  t.same(got.json.workflow.nodes[0].auth, { token: '[REDACTED]' });
+  await second.stop();
 });

@@ -1,7 +1,13 @@
 /** `loadExecutorConfig`: defaults, every variable, and every rule's exact message (src/config/executor-config.ts). */
 import t from 'tap';
 import { ConfigError } from '../../src/config/env-parsers.js';
-import { EXECUTE_DEADLINE_SLACK_MS, loadExecutorConfig } from '../../src/config/executor-config.js';
+import { EXECUTE_DEADLINE_SLACK_MS, type ExecutorConfig, loadExecutorConfig as loadWithoutKey } from '../../src/config/executor-config.js';
+import { TEST_DATA_KEY } from '../helpers/data-keys.js';
+
+/** The loader with a data key set (test/config/data-key-config.test.ts covers the key itself). */
+const loadExecutorConfig = (env: Record<string, string | undefined>): ExecutorConfig => loadWithoutKey({ LDBOX_DATA_KEY: TEST_DATA_KEY, ...env });
+/** A config without its key ring, for whole-value comparisons. */
+const withoutKeys = ({ dataKeys: _, ...rest }: ExecutorConfig) => rest;
 
 /** The message of the ConfigError `loadExecutorConfig(env)` throws; undefined when it does not throw. */
 function configError(env: Record<string, string | undefined>): string | undefined {
@@ -20,7 +26,7 @@ const notAUrlMessage = (u: string) => `LDBOX_RUNNER_URLS: "${u}" is not a URL (e
 
 t.test('defaults', async (t) => {
   const c = loadExecutorConfig({});
-  t.strictSame(c, {
+  t.strictSame(withoutKeys(c), {
     host: '127.0.0.1',
     port: 8081,
     nats: { servers: ['127.0.0.1:4222'], shown: 'nats://127.0.0.1:4222' },
@@ -51,7 +57,7 @@ t.test('every variable', async (t) => {
     LDBOX_EXECUTOR_MAX_ATTEMPTS: '3',
     LDBOX_MAX_TIMEOUT_MS: '60000',
   });
-  t.strictSame(c, {
+  t.strictSame(withoutKeys(c), {
     host: '0.0.0.0',
     port: 9091,
     nats: { servers: ['nats.internal:4223'], shown: 'nats://nats.internal:4223' },

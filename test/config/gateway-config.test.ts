@@ -1,7 +1,12 @@
 /** `loadGatewayConfig`: defaults and every rule's exact message (src/config/gateway-config.ts). */
 import t from 'tap';
 import { ConfigError } from '../../src/config/env-parsers.js';
-import { loadGatewayConfig } from '../../src/config/gateway-config.js';
+import { type GatewayConfig, loadGatewayConfig as loadWithoutKey } from '../../src/config/gateway-config.js';
+import { TEST_DATA_KEY } from '../helpers/data-keys.js';
+
+/** The loader with a data key set (test/config/data-key-config.test.ts covers the key itself). */
+const loadGatewayConfig = (env: Record<string, string | undefined>): GatewayConfig => loadWithoutKey({ LDBOX_DATA_KEY: TEST_DATA_KEY, ...env });
+const withoutKeys = ({ dataKeys: _, ...rest }: GatewayConfig) => rest;
 
 const MiB = 1024 * 1024;
 const TOKEN = 'admin-token-0123456789';
@@ -17,7 +22,7 @@ function configError(env: Record<string, string | undefined>): string | undefine
 }
 
 t.test('defaults', async (t) => {
-  t.same(loadGatewayConfig({ LDBOX_ADMIN_TOKEN: TOKEN }), {
+  t.same(withoutKeys(loadGatewayConfig({ LDBOX_ADMIN_TOKEN: TOKEN })), {
     host: '127.0.0.1',
     port: 8080,
     adminToken: TOKEN,

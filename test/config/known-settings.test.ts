@@ -28,8 +28,8 @@ function namesRead(load: (env: Record<string, string | undefined>) => unknown, b
 t.test('every name a loader reads is in its command\'s table', async (t) => {
   const names = (cmd: keyof typeof COMMAND_SETTINGS) => new Set(COMMAND_SETTINGS[cmd].map((s) => s.name));
   for (const n of namesRead(loadRunnerConfig)) t.ok(names('runner').has(n), `runner reads ${n}`);
-  for (const n of namesRead(loadExecutorConfig)) t.ok(names('executor').has(n), `executor reads ${n}`);
-  for (const n of namesRead(loadGatewayConfig, { LDBOX_ADMIN_TOKEN: 'x'.repeat(16) })) t.ok(names('gateway').has(n), `gateway reads ${n}`);
+  for (const n of namesRead(loadExecutorConfig, { LDBOX_DATA_KEY: Buffer.alloc(32).toString('base64') })) t.ok(names('executor').has(n), `executor reads ${n}`);
+  for (const n of namesRead(loadGatewayConfig, { LDBOX_ADMIN_TOKEN: 'x'.repeat(16), LDBOX_DATA_KEY: Buffer.alloc(32).toString('base64') })) t.ok(names('gateway').has(n), `gateway reads ${n}`);
   for (const n of namesRead(loadDevConfig)) t.ok(names('dev').has(n), `dev reads ${n}`);
   for (const n of namesRead(loadLogLevel)) t.ok(names('runner').has(n) && names('gateway').has(n) && names('executor').has(n), `every role reads ${n}`);
   t.equal(namesRead(loadRunnerConfig).size, COMMAND_SETTINGS.runner.length - 1, 'the runner table has nothing its loader does not read (but the log level)');

@@ -11,7 +11,7 @@ import { loadRunnerConfig } from '../../src/config/runner-config.js';
 const KiB = 1024;
 const MiB = 1024 * KiB;
 const GiB = 1024 * MiB;
-const GATEWAY = { LDBOX_ADMIN_TOKEN: 'test-admin-token-0123456789' };
+const GATEWAY = { LDBOX_ADMIN_TOKEN: 'test-admin-token-0123456789', LDBOX_DATA_KEY: Buffer.alloc(32, 1).toString('base64') };
 
 function runnerError(env: Record<string, string>): string | undefined {
   try {

@@ -18,6 +18,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { hook, rpc } from '../gateway/harness.js';
 import { sleep, testClient, waitFor } from '../nats/util.js';
 import { createFlow, getExecution, getWorkspace, type StackFixture, stackFixture, waitForFinish } from './harness.js';
+import { TEST_DATA_KEY } from '../helpers/data-keys.js';
 
 const BIN = fileURLToPath(new URL('../../../bin/ldbox.js', import.meta.url));
 const ACK_WAIT_MS = 2000;
@@ -138,6 +139,7 @@ function childEnv(s: StackFixture, extra: Record<string, string> = {}): Record<s
     LDBOX_EXECUTOR_PORT: '0',
     LDBOX_EXECUTOR_ACK_WAIT_MS: String(ACK_WAIT_MS),
     LDBOX_LOG_LEVEL: 'debug',
+    LDBOX_DATA_KEY: TEST_DATA_KEY,
     ...extra,
   };
 }

@@ -10,6 +10,7 @@ import type { NatsServerOptions, TestNatsServer } from '../helpers/nats-server.j
 import { gatewayFixture, type GatewayFixture, rpc } from '../gateway/harness.js';
 import { startTestRunner, type TestRunner } from '../helpers/runner-harness.js';
 import { sleep } from '../nats/util.js';
+import { TEST_DATA_KEY } from '../helpers/data-keys.js';
 
 export interface StackFixture extends GatewayFixture {
   runner: TestRunner | undefined;
@@ -55,6 +56,7 @@ export async function stackFixture(t: Test, opts: StackOptions = {}): Promise<St
     LDBOX_EXECUTOR_PORT: '0',
     LDBOX_RUNNER_URLS: runner ? runner.url : 'http://127.0.0.1:9',
     LDBOX_EXECUTOR_CONCURRENCY: '4',
+    LDBOX_DATA_KEY: TEST_DATA_KEY,
     ...opts.executorEnv,
   };
   const start = async (env: Record<string, string> = {}): Promise<Executor> => {

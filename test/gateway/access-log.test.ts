@@ -7,6 +7,7 @@ import { loadGatewayConfig } from '../../src/config/gateway-config.js';
 import { startNatsServer } from '../helpers/nats-server.js';
 import { waitFor } from '../nats/util.js';
 import { ADMIN_TOKEN, createWorkflow, hook } from './harness.js';
+import { TEST_DATA_KEY } from '../helpers/data-keys.js';
 
 t.test('logs never hold a secret', async (t) => {
   const nats = await startNatsServer();
@@ -19,7 +20,7 @@ t.test('logs never hold a secret', async (t) => {
     },
   });
   const log = pino({ level: 'debug' }, sink);
-  const config = loadGatewayConfig({ LDBOX_GATEWAY_PORT: '0', LDBOX_ADMIN_TOKEN: ADMIN_TOKEN, NATS_URL: nats.url, LDBOX_MAX_BODY_BYTES: '65536' });
+  const config = loadGatewayConfig({ LDBOX_GATEWAY_PORT: '0', LDBOX_ADMIN_TOKEN: ADMIN_TOKEN, NATS_URL: nats.url, LDBOX_MAX_BODY_BYTES: '65536', LDBOX_DATA_KEY: TEST_DATA_KEY });
   const gateway = await startGateway(config, log, { nats: { reconnectTimeWaitMs: 100, reconnectJitterMs: 50 } });
   t.teardown(() => gateway.close(2000));
   await waitFor(() => gateway.ready(), 10_000, 'ready');

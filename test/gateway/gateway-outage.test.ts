@@ -12,6 +12,7 @@ import { startGateway } from '../../gateway/index.js';
 import { freePort, startNatsServer } from '../helpers/nats-server.js';
 import { testClient, waitFor } from '../nats/util.js';
 import { ADMIN_TOKEN, createWorkflow, gatewayFixture, hook, jobsOf, rpc } from './harness.js';
+import { TEST_DATA_KEY } from '../helpers/data-keys.js';
 
 t.test('NATS killed mid-traffic: 503 while down, no 202 without a stored job, 202 again after restart', async (t) => {
   const { base, nats, gateway } = await gatewayFixture(t);
@@ -85,7 +86,7 @@ t.test('a full stream answers 503 queue_full; a refused publish 500', async (t) 
 
 t.test('a gateway started before NATS: not ready, 503, then 202 once NATS is up', async (t) => {
   const port = await freePort();
-  const config = loadGatewayConfig({ LDBOX_GATEWAY_PORT: '0', LDBOX_ADMIN_TOKEN: ADMIN_TOKEN, NATS_URL: `nats://127.0.0.1:${port}`, LDBOX_MAX_BODY_BYTES: '65536' });
+  const config = loadGatewayConfig({ LDBOX_GATEWAY_PORT: '0', LDBOX_ADMIN_TOKEN: ADMIN_TOKEN, NATS_URL: `nats://127.0.0.1:${port}`, LDBOX_MAX_BODY_BYTES: '65536', LDBOX_DATA_KEY: TEST_DATA_KEY });
   const gateway = await startGateway(config, silentLogger(), { nats: { reconnectTimeWaitMs: 100, reconnectJitterMs: 50, connectTimeoutMs: 500 } });
   t.teardown(() => gateway.close(2000));
   const base = `http://127.0.0.1:${gateway.port}`;

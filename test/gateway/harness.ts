@@ -11,6 +11,7 @@ import { type Logger, silentLogger } from '../../src/logging/logger.js';
 import { JOBS_STREAM, jobSubject } from '../../src/nats/streams.js';
 import { startNatsServer, type NatsServerOptions, type TestNatsServer } from '../helpers/nats-server.js';
 import { testClient, waitFor } from '../nats/util.js';
+import { TEST_DATA_KEY } from '../helpers/data-keys.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -45,6 +46,7 @@ export async function gatewayFixture(
     LDBOX_MAX_BODY_BYTES: String(64 * 1024),
     LDBOX_PUBLISH_TIMEOUT_MS: '1000',
     ...opts.natsEnv?.(nats),
+    LDBOX_DATA_KEY: TEST_DATA_KEY,
     ...env,
   });
   const gateway = await startGateway(config, opts.log ?? silentLogger(), { nats: { reconnectTimeWaitMs: 100, reconnectJitterMs: 50, connectTimeoutMs: 1000 } });
