@@ -192,13 +192,18 @@ export async function startExecutor(config: ExecutorConfig, log: Logger, options
   });
 
   // Open the stores on every (re)connect too, so /readyz tells the truth before the first job arrives.
+  let toldWaiting = false;
   const setup = async (): Promise<void> => {
     while (!closing && client.isConnected) {
       try {
         await openStores(client.nc);
         return;
       } catch (err) {
-        log.warn({ err: (err as Error).message }, 'opening the KV buckets failed (has a gateway created them?), retrying');
+        const message = (err as Error).message;
+        // The gateway creates the buckets: until it has (a fresh start of everything), waiting is normal.
+        if (!/stream not found/i.test(message)) log.warn({ err: message }, 'opening the KV buckets failed, retrying');
+        else if (!toldWaiting) log.info('waiting for a gateway to create the KV buckets');
+        toldWaiting ||= /stream not found/i.test(message);
         await new Promise((r) => setTimeout(r, SETUP_RETRY_MS));
       }
     }

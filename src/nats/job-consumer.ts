@@ -374,7 +374,12 @@ export function runJobConsumer(opts: RunJobConsumerOptions): JobConsumerLoop {
         const now = Date.now();
         if (now - lastErrLog > 10_000) {
           lastErrLog = now;
-          log.warn({ err: (err as Error)?.message, stream, consumer: durable }, 'pulling jobs failed, retrying');
+          // A stream not created yet (a fresh start: the gateway creates it) is waited for, not warned about.
+          if (missing && err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) {
+            log.info({ stream, consumer: durable }, 'waiting for the jobs stream to be created');
+          } else {
+            log.warn({ err: (err as Error)?.message, stream, consumer: durable }, 'pulling jobs failed, retrying');
+          }
         }
         await sleep(opts.client.isConnected ? 500 : 100);
       }

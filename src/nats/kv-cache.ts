@@ -153,7 +153,10 @@ export class KvCache<T> {
         await this.#watchOnce(nc);
       } catch (err) {
         if (this.#stop.signal.aborted) return;
-        this.#log.warn({ bucket: this.opts.bucket, err: (err as Error).message }, 'KV watch failed, retrying');
+        const message = (err as Error).message;
+        // A bucket not created yet (a fresh start: the gateway creates it during set-up) is waited for.
+        if (/stream not found/i.test(message)) this.#log.debug({ bucket: this.opts.bucket }, 'waiting for the KV bucket to be created');
+        else this.#log.warn({ bucket: this.opts.bucket, err: message }, 'KV watch failed, retrying');
       }
       if (this.#stop.signal.aborted) return;
       await new Promise<void>((r) => {

@@ -82,6 +82,8 @@ t.test('ldbox dev runs everything; the README quickstart works against it; Ctrl-
   t.same(shown.execution.nodes[0].logs, [{ level: 'LOG_LEVEL_INFO', message: 'greeting Ada' }]);
   t.same(shown.execution.trigger.body, { name: 'Ada' });
 
+  // A fresh start of everything logs no warning (LDBOX_LOG_LEVEL=warn: any log line here is one).
+  t.same(out.split('\n').filter((l) => /"level":(40|50|60)/.test(l)), [], 'no warning or error from start to here');
   const natsPid = Number(readFileSync(join(dataDir, 'nats', 'nats-server.pid'), 'utf8'));
   child.kill('SIGINT');
   t.equal(await exited, 0, `ldbox dev exits 0 on Ctrl-C\n${err}`);
