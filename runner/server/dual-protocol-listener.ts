@@ -10,9 +10,12 @@ export interface DualProtocolListenerOptions {
   http2: http2.Http2Server;
   /**
    * A connection that has not shown its protocol within this long is closed, so clients that connect
-   * and send nothing cannot pile up sockets. Default 10 s.
+   * and send nothing cannot pile up sockets. An absolute deadline from the connection's start: a preface
+   * trickled one byte at a time does not extend it. Default 10 s.
    */
   sniffTimeoutMs?: number;
+  /** Open connections (sniffing or handed over); beyond it new ones are closed at once. Default unlimited. */
+  maxConnections?: number;
 }
 
 export interface DualProtocolListener {
@@ -44,18 +47,16 @@ export function createDualProtocolListener(options: DualProtocolListenerOptions)
     // Until a server owns the socket, its errors (a reset mid-sniff) are ours to swallow: an unhandled
     // 'error' event would crash the process.
     const onError = (): void => {};
-    const onTimeout = (): void => {
-      socket.destroy();
-    };
+    const deadline = setTimeout(() => socket.destroy(), sniffTimeoutMs);
     const onClose = (): void => {
+      clearTimeout(deadline);
       sniffing.delete(socket);
     };
     const handOver = (to: 'http1' | 'http2'): void => {
       socket.off('data', onData);
       socket.off('error', onError);
-      socket.off('timeout', onTimeout);
       socket.off('close', onClose);
-      socket.setTimeout(0);
+      clearTimeout(deadline);
       sniffing.delete(socket);
       // Paused first: removing the 'data' listener alone leaves the socket flowing, and data arriving
       // before the new owner listens would be lost.
@@ -83,10 +84,10 @@ export function createDualProtocolListener(options: DualProtocolListenerOptions)
     };
     socket.on('error', onError);
     socket.on('close', onClose);
-    socket.on('timeout', onTimeout);
-    socket.setTimeout(sniffTimeoutMs);
     socket.on('data', onData);
   });
+
+  if (options.maxConnections !== undefined) server.maxConnections = options.maxConnections;
 
   return {
     server,

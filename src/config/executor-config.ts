@@ -4,6 +4,7 @@
  *
  * Tests: test/config/executor-config.test.ts.
  */
+import { HTTP_LIMIT_SETTING_LIST, type HttpLimits, loadHttpLimits } from './http-limits-config.js';
 import {
   ConfigError,
   type Env,
@@ -38,6 +39,8 @@ export interface ExecutorConfig {
    * slack. A node's own `limits.timeoutMs` plus the same slack is used otherwise.
    */
   executeDeadlineMs: number;
+  /** Connections and timeouts of the ops port (http-limits-config.ts). */
+  http: HttpLimits;
 }
 
 /** Extra time an `Execute` call gets beyond the code's timeout: queueing in the pool and the RPC itself. */
@@ -56,7 +59,7 @@ const S = {
 } as const satisfies Record<string, SettingSpec>;
 
 /** Every setting the executor reads, for `--help` and the unknown-variable warning. */
-export const EXECUTOR_SETTINGS: readonly SettingSpec[] = Object.values(S);
+export const EXECUTOR_SETTINGS: readonly SettingSpec[] = [...Object.values(S), ...HTTP_LIMIT_SETTING_LIST];
 
 /** Reads the executor's configuration; throws a ConfigError with an exact message on a bad value. */
 export function loadExecutorConfig(env: Env): ExecutorConfig {
@@ -73,6 +76,7 @@ export function loadExecutorConfig(env: Env): ExecutorConfig {
     ackWaitMs: intSetting(env, S.ackWaitMs),
     maxAttempts: intSetting(env, S.maxAttempts),
     executeDeadlineMs: intSetting(env, S.maxTimeoutMs) + EXECUTE_DEADLINE_SLACK_MS,
+    http: loadHttpLimits(env),
   };
 }
 

@@ -10,6 +10,7 @@
  *
  * Tests: test/config/gateway-config.test.ts.
  */
+import { HTTP_LIMIT_SETTING_LIST, type HttpLimits, loadHttpLimits } from './http-limits-config.js';
 import type { JobsStreamOptions } from '../nats/streams.js';
 import { normalizeBaseUrl } from '../workflows/workflow-model.js';
 import { isWorkflowValidationError } from '../workflows/validation-error.js';
@@ -37,6 +38,8 @@ export interface GatewayConfig {
   idempotencyTtlMs: number;
   /** How long to wait for a PubAck before answering 503. */
   publishTimeoutMs: number;
+  /** Connections and timeouts of the port (http-limits-config.ts). */
+  http: HttpLimits;
 }
 
 const S = {
@@ -56,7 +59,7 @@ const S = {
 } as const satisfies Record<string, SettingSpec>;
 
 /** Every setting the gateway reads, for `--help` and the unknown-variable warning. */
-export const GATEWAY_SETTINGS: readonly SettingSpec[] = Object.values(S);
+export const GATEWAY_SETTINGS: readonly SettingSpec[] = [...Object.values(S), ...HTTP_LIMIT_SETTING_LIST];
 
 /** Reads the gateway's configuration; throws a ConfigError with an exact message on a bad value. */
 export function loadGatewayConfig(env: Env): GatewayConfig {
@@ -91,5 +94,6 @@ export function loadGatewayConfig(env: Env): GatewayConfig {
     },
     idempotencyTtlMs: intSetting(env, S.idempotencyTtlMs),
     publishTimeoutMs: intSetting(env, S.publishTimeoutMs),
+    http: loadHttpLimits(env),
   };
 }
