@@ -18,7 +18,7 @@ export interface HttpLimits {
    * shared runner port (not reset per byte).
    */
   headersTimeoutMs: number;
-  /** A request body (or any read) that receives nothing for this long is ended; also the whole request's bound × 3. */
+  /** A request body not complete this long after its head: HTTP/1.1 answers 408 and closes, HTTP/2 resets the stream. */
   bodyTimeoutMs: number;
   /** An HTTP/1.1 keep-alive connection or an HTTP/2 session without a request in flight is closed after this long. */
   idleTimeoutMs: number;
@@ -55,7 +55,7 @@ export const HTTP_LIMIT_SETTINGS = {
     fallback: 30_000,
     min: 10,
     max: 600_000,
-    meaning: 'a request body that stalls (no bytes) this long is ended and its connection closed, ms',
+    meaning: 'a request body not complete this long after its head is refused (408) and its connection (HTTP/2: its stream) closed, ms',
   },
   idleTimeoutMs: {
     kind: 'int',
