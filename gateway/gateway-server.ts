@@ -15,6 +15,7 @@
  */
 import { randomBytes, randomFillSync } from 'node:crypto';
 import http from 'node:http';
+import type { DescMessage } from '@bufbuild/protobuf';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
@@ -35,13 +36,17 @@ import type { WorkflowRecord } from '../src/workflows/workflow-model.js';
 import { adminAuth, adminTokenCheck, type ControlPlaneStores, registerControlPlane, sendUnauthenticated, UNAUTHENTICATED_BODY_BYTES } from './control-plane.js';
 import { createGatewayMetrics, type RouteLabel } from './gateway-metrics.js';
 import { RateLimiter } from './rate-limiter.js';
-import { strictEnums } from './strict-enums.js';
+import { nameEnumFieldInErrors, strictEnums } from './strict-enums.js';
+import { WorkflowService, WorkspaceService } from '../src/gen/ldbox/workflows/v1/workflows_pb.js';
 import { sendError, sendJson, WebhookError } from './webhook-errors.js';
 import { handleWebhook, splitTarget, WEBHOOK_PATH_PREFIX, type WebhookOutcome } from './webhook-handler.js';
 import { PublishBatcher } from './publish-batch.js';
 import { scrubUrl } from './webhook-payload.js';
 
 const MiB = 1024 * 1024;
+
+/** The request message of each control-plane path (`/<service>/<method>`). */
+const CONTROL_PLANE_INPUTS = new Map<string, DescMessage>([WorkflowService, WorkspaceService].flatMap((s) => s.methods.map((m) => [`/${s.typeName}/${m.name}`, m.input] as const)));
 
 export interface Gateway {
   /** The bound port (useful when the config asked for port 0). */
@@ -190,6 +195,11 @@ export async function startGateway(configIn: GatewayConfig, log: Logger, options
         });
         return;
     }
+    const input = CONTROL_PLANE_INPUTS.get(target.pathname);
+    if (input === undefined) {
+      answerThenDiscard(req, res, UNAUTHENTICATED_BODY_BYTES, () => sendError(res, new WebhookError('not_found', 'no such route')));
+      return;
+    }
     route = 'control_plane';
     // The admin token is checked on the request head, before connect-node reads (and decompresses) a
     // body: 20 unauthenticated 340 KiB gzip bodies of 60 MiB JSON each took the gateway to 2 GB.
@@ -197,6 +207,7 @@ export async function startGateway(configIn: GatewayConfig, log: Logger, options
       answerThenDiscard(req, res, UNAUTHENTICATED_BODY_BYTES, () => sendUnauthenticated(req, res));
       return;
     }
+    if ((req.headers['content-type'] ?? '').startsWith('application/json')) nameEnumFieldInErrors(res, input);
     connectHandler(req, res);
   });
   limitHttp1Server(server, config.http);
