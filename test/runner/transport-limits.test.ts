@@ -154,3 +154,22 @@ t.test('slow and silent clients are closed by their timeouts', async (t) => {
     t.equal(stream.rstCode, http2.constants.NGHTTP2_CANCEL, 'RST_STREAM CANCEL');
   });
 });
+
+t.test('connections beyond LDBOX_MAX_CONNECTIONS are closed at once', async (t) => {
+  const runner = await startTestRunner({ LDBOX_POOL_SIZE: '1', LDBOX_MAX_CONNECTIONS: '2' });
+  t.teardown(() => runner.close());
+  const connect = async (): Promise<net.Socket> => {
+    const socket = net.connect(runner.server.port, '127.0.0.1');
+    socket.on('error', () => {});
+    await once(socket, 'connect');
+    return socket;
+  };
+  const held = [await connect(), await connect()];
+  const third = await connect();
+  let received = 0;
+  third.on('data', (d: Buffer) => (received += d.length));
+  third.write('GET /healthz HTTP/1.1\r\nhost: runner\r\n\r\n');
+  await once(third, 'close');
+  t.equal(received, 0, 'closed without an answer');
+  for (const s of held) s.destroy();
+});
