@@ -173,3 +173,18 @@ t.test('connections beyond LDBOX_MAX_CONNECTIONS are closed at once', async (t) 
   t.equal(received, 0, 'closed without an answer');
   for (const s of held) s.destroy();
 });
+
+t.test("Node's fetch sees the refusal of an oversized Connect call over HTTP/1.1, not EPIPE", async (t) => {
+  const runner = await startTestRunner({ LDBOX_POOL_SIZE: '1', LDBOX_MAX_CODE_BYTES: '1KiB', LDBOX_MAX_INPUT_BYTES: '1KiB' });
+  t.teardown(() => runner.close());
+  // The limit is code + 2 × input + 64 KiB: 67 KiB; 100 KiB is over it, under twice it.
+  const r = await fetch(`${runner.url}${EXECUTE}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ code: 'x'.repeat(100 * 1024) }),
+  });
+  t.equal(r.status, 429, 'RESOURCE_EXHAUSTED as HTTP 429');
+  t.equal(((await r.json()) as { code: string }).code, 'resource_exhausted');
+  const again = await fetch(`${runner.url}/healthz`);
+  t.equal(again.status, 200, 'the port still serves');
+});
