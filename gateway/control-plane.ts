@@ -18,6 +18,7 @@
  * change (at most {@link CACHE_WAIT_MS}), so a webhook sent right after CreateWorkflow is not a 404.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { create } from '@bufbuild/protobuf';
 import { Code, ConnectError, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
 import type { GatewayConfig } from '../src/config/gateway-config.js';
@@ -79,15 +80,45 @@ export interface ControlPlaneDeps {
   now?: () => Date;
 }
 
-/** Requires `Authorization: Bearer <admin token>` on every call (constant time over digests). */
-export function adminAuth(token: string): Interceptor {
+const UNAUTHENTICATED_MESSAGE = 'missing or wrong admin token: send Authorization: Bearer <LDBOX_ADMIN_TOKEN>';
+
+/** At most this much of an unauthenticated request's body is read (and dropped) before its connection is closed. */
+export const UNAUTHENTICATED_BODY_BYTES = 64 * 1024;
+
+/** True when an `Authorization` header value carries the admin token (constant time over digests). */
+export function adminTokenCheck(token: string): (authorization: string | string[] | undefined) => boolean {
   const expected = digest(`Bearer ${token}`);
+  return (authorization) => timingSafeEqual(digest(typeof authorization === 'string' ? authorization : ''), expected);
+}
+
+/**
+ * Requires `Authorization: Bearer <admin token>` on every call. The gateway checks the same on the
+ * request head before connect-node sees the call ({@link sendUnauthenticated}); this keeps the services
+ * closed wherever they are mounted.
+ */
+export function adminAuth(token: string): Interceptor {
+  const allows = adminTokenCheck(token);
   return (next) => async (req) => {
-    if (!timingSafeEqual(digest(req.header.get('authorization') ?? ''), expected)) {
-      throw new ConnectError('missing or wrong admin token: send Authorization: Bearer <LDBOX_ADMIN_TOKEN>', Code.Unauthenticated);
-    }
+    if (!allows(req.header.get('authorization') ?? '')) throw new ConnectError(UNAUTHENTICATED_MESSAGE, Code.Unauthenticated);
     return next(req);
   };
+}
+
+/**
+ * UNAUTHENTICATED as connect-node would answer it, written without reading the body: gRPC-Web as a
+ * trailers-only 200 with `grpc-status: 16`, Connect (and anything else) as HTTP 401 with the Connect
+ * error JSON.
+ */
+export function sendUnauthenticated(req: IncomingMessage, res: ServerResponse): void {
+  const type = req.headers['content-type'] ?? '';
+  if (type.startsWith('application/grpc-web')) {
+    res.writeHead(200, { 'content-type': type.split(';', 1)[0]!, 'grpc-status': String(Code.Unauthenticated), 'grpc-message': encodeURIComponent(UNAUTHENTICATED_MESSAGE), 'content-length': '0' });
+    res.end();
+    return;
+  }
+  const body = Buffer.from(JSON.stringify({ code: 'unauthenticated', message: UNAUTHENTICATED_MESSAGE }), 'utf8');
+  res.writeHead(401, { 'content-type': 'application/json', 'content-length': String(body.length) });
+  res.end(body);
 }
 
 function digest(s: string): Buffer {

@@ -15,11 +15,14 @@
  */
 import { randomBytes, randomFillSync } from 'node:crypto';
 import http from 'node:http';
+import type { DescMessage } from '@bufbuild/protobuf';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { GatewayConfig } from '../src/config/gateway-config.js';
 import type { Logger } from '../src/logging/logger.js';
+import { http1ServerOptions, limitHttp1Server } from '../src/http/connection-limits.js';
+import { answerThenDiscard } from '../src/http/discard-body.js';
 import { listenOrUndo, sendMetrics } from '../src/http/server-helpers.js';
 import { connectNats, type ConnectNatsOptions } from '../src/nats/connect.js';
 import { JobPublisher } from '../src/nats/job-publisher.js';
@@ -31,15 +34,20 @@ import { decodeWorkflowForRouting } from '../src/store/workflow-codec.js';
 import { ensureWorkspacesBucket, WORKSPACES_BUCKET, WorkspaceRepository, type WorkspaceRecord } from '../src/store/workspace-repository.js';
 import type { RandomBytes } from '../src/workflows/webhook-secret.js';
 import type { WorkflowRecord } from '../src/workflows/workflow-model.js';
-import { adminAuth, type ControlPlaneStores, registerControlPlane } from './control-plane.js';
+import { adminAuth, adminTokenCheck, type ControlPlaneStores, registerControlPlane, sendUnauthenticated, UNAUTHENTICATED_BODY_BYTES } from './control-plane.js';
 import { createGatewayMetrics, type RouteLabel } from './gateway-metrics.js';
 import { RateLimiter } from './rate-limiter.js';
+import { nameEnumFieldInErrors, strictEnums } from './strict-enums.js';
+import { WorkflowService, WorkspaceService } from '../src/gen/ldbox/workflows/v1/workflows_pb.js';
 import { sendError, sendJson, WebhookError } from './webhook-errors.js';
 import { handleWebhook, splitTarget, WEBHOOK_PATH_PREFIX, type WebhookOutcome } from './webhook-handler.js';
 import { PublishBatcher } from './publish-batch.js';
 import { scrubUrl } from './webhook-payload.js';
 
 const MiB = 1024 * 1024;
+
+/** The request message of each control-plane path (`/<service>/<method>`). */
+const CONTROL_PLANE_INPUTS = new Map<string, DescMessage>([WorkflowService, WorkspaceService].flatMap((s) => s.methods.map((m) => [`/${s.typeName}/${m.name}`, m.input] as const)));
 
 export interface Gateway {
   /** The bound port (useful when the config asked for port 0). */
@@ -128,7 +136,9 @@ export async function startGateway(configIn: GatewayConfig, log: Logger, options
     // gRPC needs HTTP/2; this port is HTTP/1.1 (see control-plane.ts).
     grpc: false,
     readMaxBytes: 64 * MiB,
-    interceptors: [adminAuth(config.adminToken)],
+    // Strict: an unknown field or enum name is INVALID_ARGUMENT naming it, not silently dropped (strict-enums.ts).
+    jsonOptions: { ignoreUnknownFields: false },
+    interceptors: [adminAuth(config.adminToken), strictEnums()],
     routes: (router) => registerControlPlane(router, { config, stores: () => stores, workflowCache, log }),
     fallback: (_req, res) => sendError(res as http.ServerResponse, new WebhookError('not_found', 'no such route')),
   });
@@ -146,7 +156,8 @@ export async function startGateway(configIn: GatewayConfig, log: Logger, options
     observeEnqueue: (s: number, outcome: string) => metrics.enqueue(s, outcome),
   };
 
-  const server = http.createServer((req, res) => {
+  const isAdmin = adminTokenCheck(config.adminToken);
+  const server = http.createServer(http1ServerOptions(config.http), (req, res) => {
     const started = performance.now();
     const target = splitTarget(req.url ?? '/');
     let route: RouteLabel = 'other';
@@ -193,11 +204,22 @@ export async function startGateway(configIn: GatewayConfig, log: Logger, options
         });
         return;
     }
+    const input = CONTROL_PLANE_INPUTS.get(target.pathname);
+    if (input === undefined) {
+      answerThenDiscard(req, res, UNAUTHENTICATED_BODY_BYTES, () => sendError(res, new WebhookError('not_found', 'no such route')));
+      return;
+    }
     route = 'control_plane';
+    // The admin token is checked on the request head, before connect-node reads (and decompresses) a
+    // body: 20 unauthenticated 340 KiB gzip bodies of 60 MiB JSON each took the gateway to 2 GB.
+    if (!isAdmin(req.headers.authorization)) {
+      answerThenDiscard(req, res, UNAUTHENTICATED_BODY_BYTES, () => sendUnauthenticated(req, res));
+      return;
+    }
+    if ((req.headers['content-type'] ?? '').startsWith('application/json')) nameEnumFieldInErrors(res, input);
     connectHandler(req, res);
   });
-  server.headersTimeout = 20_000;
-  server.requestTimeout = 60_000;
+  limitHttp1Server(server, config.http);
 
   // The port is taken (or not ours): undo what started, so the process can exit with the error.
   const port = await listenOrUndo(server, config.port, config.host, async () => {

@@ -21,6 +21,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { KV } from '@nats-io/kv';
 import type { GatewayConfig } from '../src/config/gateway-config.js';
+import { answerAfterDiscard } from '../src/http/discard-body.js';
 import type { Logger } from '../src/logging/logger.js';
 import { claimIdempotencyKey, confirmIdempotencyKey, releaseIdempotencyKey } from '../src/nats/idempotency.js';
 import type { PublishFailure } from '../src/nats/job-publisher.js';
@@ -34,7 +35,7 @@ import type { WorkflowRecord } from '../src/workflows/workflow-model.js';
 import type { Publisher } from './publish-batch.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { sendError, sendJson, WebhookError } from './webhook-errors.js';
-import { bodyKind, parseBody, queryObject, readBody } from './webhook-payload.js';
+import { bodyKind, parseBody, queryObject, readBody, REQUEST_ABORTED } from './webhook-payload.js';
 
 /** Path prefix of the webhook route. */
 export const WEBHOOK_PATH_PREFIX = '/api/hooks/workflows/';
@@ -79,6 +80,9 @@ export interface WebhookOutcome {
   bodyUnread: boolean;
 }
 
+/** How much of an unread body (× LDBOX_MAX_BODY_BYTES) is read and dropped so that the client sees the answer. */
+export const DISCARD_FACTOR = 4;
+
 const IDEMPOTENCY_KEY = /^[\x21-\x7e][\x20-\x7e]{0,254}$/;
 const RETRY_UNAVAILABLE_S = '5';
 const RETRY_FULL_S = '30';
@@ -89,17 +93,31 @@ export async function handleWebhook(req: IncomingMessage, res: ServerResponse, u
   try {
     await run(req, res, url, deps, outcome);
   } catch (err) {
+    if (!(err instanceof WebhookError) && isClientAbort(req, err)) {
+      // The client went away mid-body: nothing to answer, nothing wrong here (no stack).
+      deps.log.info({ workflowId: outcome.workflowId, reason: (err as Error).message }, 'webhook request aborted by the client');
+      outcome.status = 499;
+      outcome.code = 'client_aborted';
+      res.destroy();
+      return outcome;
+    }
     const e =
       err instanceof WebhookError
         ? err
         : (deps.log.error({ err, workflowId: outcome.workflowId }, 'webhook failed'), new WebhookError('internal_error', 'internal error while processing the webhook'));
-    // Node reads and discards an unread body after the answer; a body that may be large (chunked, or
-    // declared over the limit) is not worth reading: close the connection instead.
-    if (e.code === 'payload_too_large' || (outcome.bodyUnread && bodyMayBeLarge(req, deps.config.maxBodyBytes))) res.setHeader('connection', 'close');
-    if (!res.headersSent) sendError(res, e);
-    else res.destroy();
     outcome.status = e.status;
     outcome.code = e.code;
+    if (res.headersSent) {
+      res.destroy();
+      return outcome;
+    }
+    if (outcome.bodyUnread && bodyMayBeLarge(req, deps.config.maxBodyBytes)) {
+      // The rest of the body is read and dropped (up to DISCARD_FACTOR × the limit) before the answer, so
+      // clients that send the whole body before reading (Node's fetch) see the status, not EPIPE.
+      await answerAfterDiscard(req, res, DISCARD_FACTOR * deps.config.maxBodyBytes, () => sendError(res, e));
+    } else {
+      sendError(res, e);
+    }
   }
   return outcome;
 }
@@ -227,6 +245,12 @@ function bodyMayBeLarge(req: IncomingMessage, limit: number): boolean {
   if (req.headers['transfer-encoding'] !== undefined) return true;
   const length = Number(req.headers['content-length'] ?? 0);
   return !(length <= limit);
+}
+
+/** True when `err` is the client aborting the request (reset, closed mid-body), not a fault of ours. */
+function isClientAbort(req: IncomingMessage, err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ECONNRESET' || code === 'ECONNABORTED' || (err as Error | undefined)?.message === REQUEST_ABORTED || (req.destroyed && !req.complete);
 }
 
 function truncate(s: string): string {

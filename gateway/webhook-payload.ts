@@ -53,6 +53,9 @@ export function bodyKind(contentType: string | undefined): BodyKind {
   );
 }
 
+/** The message a body read rejects with when the client aborts. */
+export const REQUEST_ABORTED = 'request aborted by the client';
+
 /**
  * Reads the body up to `limit` bytes. Throws `payload_too_large` as soon as the declared or received
  * length passes it (without reading the rest). Rejects with the stream's error when the client aborts.
@@ -89,7 +92,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       cleanup();
       reject(err);
     };
-    const onAborted = () => onError(new Error('request aborted by the client'));
+    const onAborted = () => onError(new Error(REQUEST_ABORTED));
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);

@@ -11,7 +11,8 @@ export interface DualProtocolListenerOptions {
   http2: http2.Http2Server;
   /**
    * A connection that has not shown its protocol within this long is closed, so clients that connect
-   * and send nothing cannot pile up sockets. Default 10 s.
+   * and send nothing cannot pile up sockets. An absolute deadline from the connection's start: a preface
+   * trickled one byte at a time does not extend it. Default 10 s.
    */
   sniffTimeoutMs?: number;
   /**
@@ -20,6 +21,8 @@ export interface DualProtocolListenerOptions {
    * without a certificate the CA issued is refused during the handshake, before any byte of HTTP.
    */
   tls?: tls.TlsOptions;
+  /** Open connections (sniffing or handed over); beyond it new ones are closed at once. Default unlimited. */
+  maxConnections?: number;
 }
 
 export interface DualProtocolListener {
@@ -55,18 +58,16 @@ export function createDualProtocolListener(options: DualProtocolListenerOptions)
     // Until a server owns the socket, its errors (a reset mid-sniff) are ours to swallow: an unhandled
     // 'error' event would crash the process.
     const onError = (): void => {};
-    const onTimeout = (): void => {
-      socket.destroy();
-    };
+    const deadline = setTimeout(() => socket.destroy(), sniffTimeoutMs);
     const onClose = (): void => {
+      clearTimeout(deadline);
       sniffing.delete(socket);
     };
     const handOver = (to: 'http1' | 'http2'): void => {
       socket.off('data', onData);
       socket.off('error', onError);
-      socket.off('timeout', onTimeout);
       socket.off('close', onClose);
-      socket.setTimeout(0);
+      clearTimeout(deadline);
       sniffing.delete(socket);
       // Paused first: removing the 'data' listener alone leaves the socket flowing, and data arriving
       // before the new owner listens would be lost.
@@ -94,10 +95,10 @@ export function createDualProtocolListener(options: DualProtocolListenerOptions)
     };
     socket.on('error', onError);
     socket.on('close', onClose);
-    socket.on('timeout', onTimeout);
-    socket.setTimeout(sniffTimeoutMs);
     socket.on('data', onData);
   });
+
+  if (options.maxConnections !== undefined) server.maxConnections = options.maxConnections;
 
   return {
     server,
@@ -123,6 +124,7 @@ function createTlsListener(options: DualProtocolListenerOptions, tlsOptions: tls
     handshakeTimeout: options.sniffTimeoutMs ?? 10_000,
     noDelay: true,
   });
+  if (options.maxConnections !== undefined) server.maxConnections = options.maxConnections;
   server.on('connection', (raw: net.Socket) => {
     handshaking.add(raw);
     raw.once('close', () => handshaking.delete(raw));

@@ -11,6 +11,7 @@ import { createRunnerPool, type RunnerPool } from '../pool/index.js';
 import { bearerAuth, createTokenCheck } from './bearer-auth.js';
 import { dropUnreachableDeadlines, parseConnectTimeout, parseGrpcTimeout } from './call-deadline.js';
 import { ConnectUnaryCall } from './connect-unary-call.js';
+import { http1ServerOptions, http2ServerSettings, limitHttp2Server } from '../../src/http/connection-limits.js';
 import { createDualProtocolListener } from './dual-protocol-listener.js';
 import { connectUnaryEncoding, isPlainGrpcExecute } from './execute-paths.js';
 import { createExecuteRoute } from './execute-route.js';
@@ -92,7 +93,9 @@ export async function startRunnerServer(config: RunnerConfig, log: Logger, optio
   // as protobuf for 1M numbers) crossed it, so every other call sharing the connection — other tenants'
   // calls from the same executor — failed while it was being sent. Room for a few maximal responses:
   const maxResponseMb = Math.ceil((config.pool.maxResultBytes * 2 + config.pool.maxLogChars * 2) / 1_000_000);
-  const h2server = http2.createServer({ maxSessionMemory: Math.max(10, 4 * maxResponseMb) }, (req, res) => {
+  // SETTINGS_MAX_CONCURRENT_STREAMS: without it a few connections held 120k half-open Execute streams
+  // (each answered UNAUTHENTICATED, but never ended by the client) and ran the process out of heap.
+  const h2server = http2.createServer({ maxSessionMemory: Math.max(10, 4 * maxResponseMb), settings: http2ServerSettings(config.http) }, (req, res) => {
     if (ops(req, res) || connectExecute(req, res)) return;
     dropUnreachableDeadlines(req.headers);
     rpc(req, res);
@@ -103,6 +106,7 @@ export async function startRunnerServer(config: RunnerConfig, log: Logger, optio
     execute(new GrpcUnaryCall(stream), headers, { encoding: 'proto', grpcFramed: true, timeout: parseGrpcTimeout(headers['grpc-timeout']) });
     return true;
   });
+  limitHttp2Server(h2server, config.http);
   const sessions = new Set<http2.ServerHttp2Session>();
   h2server.on('session', (s) => {
     sessions.add(s);
@@ -111,7 +115,7 @@ export async function startRunnerServer(config: RunnerConfig, log: Logger, optio
 
   let draining = false;
   const http1Responses = new Set<http.ServerResponse>();
-  const h1server = http.createServer((req, res) => {
+  const h1server = http.createServer(http1ServerOptions(config.http), (req, res) => {
     // While draining, each response ends its connection, so that keep-alive clients leave.
     if (draining) res.setHeader('connection', 'close');
     http1Responses.add(res);
@@ -120,8 +124,6 @@ export async function startRunnerServer(config: RunnerConfig, log: Logger, optio
     dropUnreachableDeadlines(req.headers);
     handler(req, res);
   });
-  h1server.headersTimeout = 20_000;
-  h1server.requestTimeout = 60_000;
   // node:http starts tracking its connections (headersTimeout, requestTimeout, closeIdleConnections,
   // closeAllConnections) on its own 'listening' event; this server never listens itself.
   h1server.emit('listening');
@@ -138,7 +140,8 @@ export async function startRunnerServer(config: RunnerConfig, log: Logger, optio
             ...(config.tls.clientCa === undefined ? {} : { ca: config.tls.clientCa, requestCert: true, rejectUnauthorized: true }),
           },
         }),
-    ...(options.sniffTimeoutMs === undefined ? {} : { sniffTimeoutMs: options.sniffTimeoutMs }),
+    sniffTimeoutMs: options.sniffTimeoutMs ?? config.http.headersTimeoutMs,
+    maxConnections: config.http.maxConnections,
   });
   const server = listener.server;
   await new Promise<void>((resolve, reject) => {

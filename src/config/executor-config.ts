@@ -4,6 +4,7 @@
  *
  * Tests: test/config/executor-config.test.ts.
  */
+import { HTTP_LIMIT_SETTING_LIST, type HttpLimits, loadHttpLimits } from './http-limits-config.js';
 import {
   ConfigError,
   type Env,
@@ -46,6 +47,8 @@ export interface ExecutorConfig {
   executeDeadlineMs: number;
   /** The data keys that open node `auth` values (LDBOX_DATA_KEY…). */
   dataKeys: KeyRing;
+  /** Connections and timeouts of the ops port (http-limits-config.ts). */
+  http: HttpLimits;
 }
 
 /** PEM; each part undefined when its setting is unset. */
@@ -74,7 +77,7 @@ const S = {
 } as const satisfies Record<string, SettingSpec>;
 
 /** Every setting the executor reads, for `--help` and the unknown-variable warning. */
-export const EXECUTOR_SETTINGS: readonly SettingSpec[] = [...NATS_SETTINGS, ...Object.values(S), ...DATA_KEY_SETTINGS];
+export const EXECUTOR_SETTINGS: readonly SettingSpec[] = [...NATS_SETTINGS, ...Object.values(S), ...DATA_KEY_SETTINGS, ...HTTP_LIMIT_SETTING_LIST];
 
 /** Reads the executor's configuration; throws a ConfigError with an exact message on a bad value. */
 export function loadExecutorConfig(env: Env): ExecutorConfig {
@@ -93,6 +96,7 @@ export function loadExecutorConfig(env: Env): ExecutorConfig {
     maxAttempts: intSetting(env, S.maxAttempts),
     executeDeadlineMs: intSetting(env, S.maxTimeoutMs) + EXECUTE_DEADLINE_SLACK_MS,
     dataKeys: loadDataKeys(env),
+    http: loadHttpLimits(env),
   };
 }
 

@@ -11,6 +11,7 @@
  * Tests: test/config/gateway-config.test.ts.
  */
 import type { KeyRing } from '../crypto/secret-box.js';
+import { HTTP_LIMIT_SETTING_LIST, type HttpLimits, loadHttpLimits } from './http-limits-config.js';
 import type { JobsStreamOptions } from '../nats/streams.js';
 import { normalizeBaseUrl } from '../workflows/workflow-model.js';
 import { isWorkflowValidationError } from '../workflows/validation-error.js';
@@ -44,6 +45,8 @@ export interface GatewayConfig {
   publishTimeoutMs: number;
   /** The data keys that seal and open node `auth` values (LDBOX_DATA_KEY…). */
   dataKeys: KeyRing;
+  /** Connections and timeouts of the port (http-limits-config.ts). */
+  http: HttpLimits;
 }
 
 const S = {
@@ -62,7 +65,7 @@ const S = {
 } as const satisfies Record<string, SettingSpec>;
 
 /** Every setting the gateway reads, for `--help` and the unknown-variable warning. */
-export const GATEWAY_SETTINGS: readonly SettingSpec[] = [...NATS_SETTINGS, ...Object.values(S), ...DATA_KEY_SETTINGS];
+export const GATEWAY_SETTINGS: readonly SettingSpec[] = [...NATS_SETTINGS, ...Object.values(S), ...DATA_KEY_SETTINGS, ...HTTP_LIMIT_SETTING_LIST];
 
 /** Reads the gateway's configuration; throws a ConfigError with an exact message on a bad value. */
 export function loadGatewayConfig(env: Env): GatewayConfig {
@@ -98,5 +101,6 @@ export function loadGatewayConfig(env: Env): GatewayConfig {
     idempotencyTtlMs: intSetting(env, S.idempotencyTtlMs),
     publishTimeoutMs: intSetting(env, S.publishTimeoutMs),
     dataKeys: loadDataKeys(env),
+    http: loadHttpLimits(env),
   };
 }

@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import type { BuiltinConfig } from '../../runner/builtins/index.js';
 import { EgressConfigError, EgressGuard } from '../../runner/builtins/http/egress-guard.js';
 import { certificateSetting, keyPairSetting, type PemKeyPair } from './tls-files.js';
+import { HTTP_LIMIT_SETTING_LIST, type HttpLimits, loadHttpLimits } from './http-limits-config.js';
 import { choiceSetting, ConfigError, type Env, hostSetting, intSetting, listSetting, MAX_TIMEOUT_MS, optionalSecret, type SettingSpec, sizeSetting } from './env-parsers.js';
 
 const MiB = 1024 * 1024;
@@ -19,6 +20,8 @@ export interface RunnerConfig {
   maxCodeBytes: number;
   /** Largest `input` + `auth` accepted, as JSON bytes. */
   maxInputBytes: number;
+  /** Connections, streams and timeouts of the port (http-limits-config.ts). */
+  http: HttpLimits;
 }
 
 /** The runner's certificate and key, and the CA its clients' certificates must chain to (mTLS), PEM. */
@@ -82,7 +85,7 @@ const S = {
 } as const satisfies Record<string, SettingSpec>;
 
 /** Every setting the runner reads, for `--help` and the unknown-variable warning. */
-export const RUNNER_SETTINGS: readonly SettingSpec[] = Object.values(S);
+export const RUNNER_SETTINGS: readonly SettingSpec[] = [...Object.values(S), ...HTTP_LIMIT_SETTING_LIST];
 
 /**
  * Reads the runner's configuration from the environment (nothing else reads `process.env`).
@@ -118,6 +121,7 @@ export function loadRunnerConfig(env: Env): RunnerConfig {
     tls,
     maxCodeBytes: sizeSetting(env, S.maxCodeBytes),
     maxInputBytes: sizeSetting(env, S.maxInputBytes),
+    http: loadHttpLimits(env),
     pool: {
       size,
       concurrentPerWorker: intSetting(env, S.poolConcurrency),

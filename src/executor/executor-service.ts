@@ -17,6 +17,7 @@ import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jet
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { EXECUTE_DEADLINE_SLACK_MS, type ExecutorConfig } from '../config/executor-config.js';
+import { http1ServerOptions, limitHttp1Server } from '../http/connection-limits.js';
 import { listenOrUndo, sendMetrics } from '../http/server-helpers.js';
 import type { Logger } from '../logging/logger.js';
 import { connectNats, type ConnectNatsOptions } from '../nats/connect.js';
@@ -217,7 +218,7 @@ export async function startExecutor(config: ExecutorConfig, log: Logger, options
   // stay valid after a reconnect (the consumer loop re-creates them should NATS have lost them).
   const ready = (): boolean => !closing && client.isConnected && stores?.nc === client.connection && consumerReady;
 
-  const server = http.createServer((req, res) => {
+  const server = http.createServer(http1ServerOptions(config.http), (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     const json = (status: number, body: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json' });
@@ -237,8 +238,7 @@ export async function startExecutor(config: ExecutorConfig, log: Logger, options
     }
     json(404, { error: { code: 'not_found', message: 'no such route: the executor serves /healthz, /readyz and /metrics' } });
   });
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 30_000;
+  limitHttp1Server(server, config.http);
   // The port is taken (or not ours): undo what started, so the process can exit with the error.
   const port = await listenOrUndo(server, config.port, config.host, async () => {
     closing = true;

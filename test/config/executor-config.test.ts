@@ -37,6 +37,7 @@ t.test('defaults', async (t) => {
     ackWaitMs: 30_000,
     maxAttempts: 5,
     executeDeadlineMs: 120_000 + EXECUTE_DEADLINE_SLACK_MS,
+    http: { maxConnections: 1024, maxStreamsPerConnection: 128, headersTimeoutMs: 20_000, bodyTimeoutMs: 30_000, idleTimeoutMs: 60_000 },
   });
   t.ok('runnerToken' in c, 'runnerToken is present, undefined');
   t.equal(EXECUTE_DEADLINE_SLACK_MS, 10_000);
@@ -68,6 +69,7 @@ t.test('every variable', async (t) => {
     ackWaitMs: 5000,
     maxAttempts: 3,
     executeDeadlineMs: 60_000 + EXECUTE_DEADLINE_SLACK_MS,
+    http: { maxConnections: 1024, maxStreamsPerConnection: 128, headersTimeoutMs: 20_000, bodyTimeoutMs: 30_000, idleTimeoutMs: 60_000 },
   });
   t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_PORT: '0' }).port, 0, 'port 0: any free port');
   t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_PORT: ' 8082 ' }).port, 8082, 'surrounding blanks are trimmed');
