@@ -12,6 +12,7 @@ import { ConfigError, type Env } from '../../src/config/env-parsers.js';
 import { loadExecutorConfig } from '../../src/config/executor-config.js';
 import { isLoopback, loadRunnerConfig } from '../../src/config/runner-config.js';
 import { makeTestCertificates } from '../helpers/test-certificates.js';
+import { TEST_DATA_KEY } from '../helpers/data-keys.js';
 
 const certs = makeTestCertificates(t.testdir());
 const dir = certs.dir;
@@ -30,7 +31,7 @@ function messageOf(load: (env: Env) => unknown, env: Env): string | undefined {
   return undefined;
 }
 const runnerError = (env: Env) => messageOf(loadRunnerConfig, env);
-const executorError = (env: Env) => messageOf(loadExecutorConfig, env);
+const executorError = (env: Env) => messageOf(loadExecutorConfig, { LDBOX_DATA_KEY: TEST_DATA_KEY, ...env });
 
 const SERVER = { LDBOX_RUNNER_TLS_CERT: certs.serverCert, LDBOX_RUNNER_TLS_KEY: certs.serverKey };
 
@@ -83,9 +84,9 @@ t.test('runner: a non-loopback address needs a token or client certificates', as
 });
 
 t.test('executor: CA and client certificate for https:// runners', async (t) => {
-  t.strictSame(loadExecutorConfig({}).runnerTls, { ca: undefined, cert: undefined, key: undefined }, 'none by default');
+  t.strictSame(loadExecutorConfig({ LDBOX_DATA_KEY: TEST_DATA_KEY }).runnerTls, { ca: undefined, cert: undefined, key: undefined }, 'none by default');
   t.strictSame(
-    loadExecutorConfig({ LDBOX_RUNNER_CA: certs.caCert, LDBOX_RUNNER_CLIENT_CERT: certs.clientCert, LDBOX_RUNNER_CLIENT_KEY: certs.clientKey }).runnerTls,
+    loadExecutorConfig({ LDBOX_DATA_KEY: TEST_DATA_KEY, LDBOX_RUNNER_CA: certs.caCert, LDBOX_RUNNER_CLIENT_CERT: certs.clientCert, LDBOX_RUNNER_CLIENT_KEY: certs.clientKey }).runnerTls,
     { ca: readFileSync(certs.caCert), cert: readFileSync(certs.clientCert), key: readFileSync(certs.clientKey) },
   );
   const missing = join(dir, 'missing-ca.crt');

@@ -10,11 +10,13 @@ import { loadExecutorConfig } from '../../src/config/executor-config.js';
 import { startExecutor } from '../../src/executor/index.js';
 import { silentLogger } from '../../src/logging/logger.js';
 import { startNatsServer } from '../helpers/nats-server.js';
+import { TEST_DATA_KEY } from '../helpers/data-keys.js';
 
 t.test('executor ops port limits', async (t) => {
   const nats = await startNatsServer();
   t.teardown(() => nats.stop());
   const config = loadExecutorConfig({
+    LDBOX_DATA_KEY: TEST_DATA_KEY,
     NATS_URL: nats.url,
     LDBOX_EXECUTOR_PORT: '0',
     LDBOX_RUNNER_URLS: 'http://127.0.0.1:9',

@@ -16,6 +16,7 @@ import { loadGatewayConfig } from '../../src/config/gateway-config.js';
 import { startNatsServer } from '../helpers/nats-server.js';
 import { waitFor } from '../nats/util.js';
 import { ADMIN_TOKEN, createWorkflow } from './harness.js';
+import { TEST_DATA_KEY } from '../helpers/data-keys.js';
 
 /** 1 MiB: the oversized bodies below are larger than what loopback socket buffers absorb, so a server that closes early makes fetch fail. */
 const LIMIT = 1024 * 1024;
@@ -31,6 +32,7 @@ t.test('gateway transport limits', async (t) => {
     },
   });
   const config = loadGatewayConfig({
+    LDBOX_DATA_KEY: TEST_DATA_KEY,
     LDBOX_GATEWAY_PORT: '0',
     LDBOX_ADMIN_TOKEN: ADMIN_TOKEN,
     NATS_URL: nats.url,

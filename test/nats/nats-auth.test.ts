@@ -18,6 +18,7 @@ import { createFlow, stackFixture, waitForFinish } from '../executor/harness.js'
 import { ADMIN_TOKEN, hook } from '../gateway/harness.js';
 import { freePort, startNatsServer, type NatsServerOptions, type TestNatsServer } from '../helpers/nats-server.js';
 import { waitFor } from './util.js';
+import { TEST_DATA_KEY } from '../helpers/data-keys.js';
 
 const PASSWORD = 'pw-Zq8!hunter2-secret';
 const TOKEN = 'tok-Xk3-hunter2-secret';
@@ -90,7 +91,7 @@ t.test('servers with credentials refuse unauthenticated clients; a wrong passwor
 
   const wrong = 'wrong-hunter2-password';
   const logs: string[] = [];
-  const config = loadGatewayConfig({ LDBOX_GATEWAY_PORT: '0', LDBOX_ADMIN_TOKEN: ADMIN_TOKEN, NATS_URL: `nats://ldbox-app:${wrong}@127.0.0.1:${n.port}` });
+  const config = loadGatewayConfig({ LDBOX_DATA_KEY: TEST_DATA_KEY, LDBOX_GATEWAY_PORT: '0', LDBOX_ADMIN_TOKEN: ADMIN_TOKEN, NATS_URL: `nats://ldbox-app:${wrong}@127.0.0.1:${n.port}` });
   const gateway = await startGateway(config, capture(logs), { nats: { reconnectTimeWaitMs: 100, reconnectJitterMs: 50, connectTimeoutMs: 1000 } });
   t.teardown(() => gateway.close(500));
   await waitFor(() => logs.some((l) => l.includes('NATS refused the credentials')), 10_000, 'the refusal logged');
