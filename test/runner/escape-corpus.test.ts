@@ -309,7 +309,7 @@ corpusCase('uncaught host-function errors reach the client without host paths', 
 throws(
   'a forged stack with host paths is not passed through',
   'grpc',
-  code("const e = new Error('x'); e.stack = '    at evil (/work/main/dist/runner/sandbox/run-sandbox.js:1:1)\\n    at node:internal/process:1:1'; throw e"),
+  code("const e = new Error('x'); e.stack = '    at evil (/srv/ldbox/dist/runner/sandbox/run-sandbox.js:1:1)\\n    at node:internal/process:1:1'; throw e"),
   'THROWN',
   'Error',
   'x',
