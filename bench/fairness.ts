@@ -13,8 +13,6 @@
  * process; the runner's main thread and workers are the child's.
  */
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
-import { once } from 'node:events';
 import * as grpc from '@grpc/grpc-js';
 import { create, fromBinary, toBinary, type MessageInitShape } from '@bufbuild/protobuf';
 import {
@@ -24,6 +22,7 @@ import {
   ExecuteResponseSchema,
   RunnerService,
 } from '../src/gen/ldbox/runner/v1/runner_pb.js';
+import { anyFreePort } from '../src/net/local-ports.js';
 import { Samples } from './lib/stats.js';
 
 const SCALE = Number(process.env.BENCH_SCALE ?? '1') > 0 ? Number(process.env.BENCH_SCALE ?? '1') : 1;
@@ -36,14 +35,6 @@ const HOSTILE = [
   { name: '~7.9 MB of strings', code: "return Array.from({ length: 7_900 }, () => 'x'.repeat(1_000))" },
   { name: '2.5M empty objects (refused)', code: 'return Array.from({ length: 2_500_000 }, () => ({}))' },
 ];
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
 
 type Call = (req: MessageInitShape<typeof ExecuteRequestSchema>) => Promise<ExecuteResponse>;
 
@@ -109,7 +100,7 @@ function row(label: string, r: { latency: Samples; errors: number; firstError?: 
 }
 
 async function main(): Promise<void> {
-  const port = await freePort();
+  const port = await anyFreePort();
   const runner = spawn(process.execPath, [new URL('../../bin/ldbox.js', import.meta.url).pathname, 'runner'], {
     env: { ...process.env, LDBOX_RUNNER_PORT: String(port), LDBOX_POOL_SIZE: '2', LDBOX_MAX_MEMORY_MB: '1024' },
     stdio: ['ignore', 'ignore', 'inherit'],

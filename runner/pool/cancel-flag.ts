@@ -26,6 +26,8 @@ export function isStarted(flag: Int32Array): boolean {
 }
 
 const REQUEST_ID_AT = 28;
+const utf8Encoder = new TextEncoder();
+const utf8Decoder = new TextDecoder();
 const REQUEST_ID_MAX = 128;
 
 const HOST_WORK = (REQUEST_ID_AT + REQUEST_ID_MAX) / 4;
@@ -40,7 +42,7 @@ export function describeTask(flag: Int32Array, timeoutMs: number, requestId: str
   Atomics.store(flag, CODE_HASH, codeHash);
   new Float64Array(flag.buffer, 16, 1)[0] = timeoutMs;
   const bytes = new Uint8Array(flag.buffer, REQUEST_ID_AT, REQUEST_ID_MAX);
-  const { written } = new TextEncoder().encodeInto(requestId.slice(0, REQUEST_ID_MAX), bytes);
+  const { written } = utf8Encoder.encodeInto(requestId.slice(0, REQUEST_ID_MAX), bytes);
   Atomics.store(flag, 6, written);
 }
 
@@ -52,7 +54,7 @@ export function timeLimitOf(flag: Int32Array): number {
 /** The call's request id, '' until the worker has decoded the request. */
 export function requestIdOf(flag: Int32Array): string {
   const length = Atomics.load(flag, 6);
-  return new TextDecoder().decode(new Uint8Array(flag.buffer, REQUEST_ID_AT, length).slice());
+  return utf8Decoder.decode(new Uint8Array(flag.buffer, REQUEST_ID_AT, length).slice());
 }
 
 /** Whether the call has started host work (then it is not run again after losing its worker). */

@@ -61,13 +61,15 @@ export async function startRunnerServer(config: RunnerConfig, log: Logger, optio
   const health = createHealthStatus();
   const metrics = createRunnerMetrics(pool);
   const open = new Set([Health.typeName]);
+  // The largest response: a maximal result and logs (both can double when encoded), plus the rest.
+  const maxResponseBytes = config.pool.maxResultBytes * 2 + config.pool.maxLogChars * 2 + 64 * 1024;
   const handler = connectNodeAdapter({
     grpc: true,
     grpcWeb: true,
     connect: true,
     // A request holds code + input + auth; a response the result plus logs.
     readMaxBytes: config.maxCodeBytes + 2 * config.maxInputBytes + 64 * 1024,
-    writeMaxBytes: config.pool.maxResultBytes * 2 + config.pool.maxLogChars * 2 + 64 * 1024,
+    writeMaxBytes: maxResponseBytes,
     // Metrics first: calls the token check refuses are counted as `rejected`.
     interceptors: [metrics.interceptor, ...(config.token ? [bearerAuth(config.token, open)] : [])],
     routes: (router) => {
@@ -92,7 +94,7 @@ export async function startRunnerServer(config: RunnerConfig, log: Logger, optio
   // data it holds for that session passes maxSessionMemory (default 10 MB). One maximal result (~11 MB
   // as protobuf for 1M numbers) crossed it, so every other call sharing the connection — other tenants'
   // calls from the same executor — failed while it was being sent. Room for a few maximal responses:
-  const maxResponseMb = Math.ceil((config.pool.maxResultBytes * 2 + config.pool.maxLogChars * 2) / 1_000_000);
+  const maxResponseMb = Math.ceil(maxResponseBytes / 1_000_000);
   // SETTINGS_MAX_CONCURRENT_STREAMS: without it a few connections held 120k half-open Execute streams
   // (each answered UNAUTHENTICATED, but never ended by the client) and ran the process out of heap.
   const h2server = http2.createServer({ maxSessionMemory: Math.max(10, 4 * maxResponseMb), settings: http2ServerSettings(config.http) }, (req, res) => {

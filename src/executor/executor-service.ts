@@ -22,7 +22,7 @@ import { listenOrUndo, sendMetrics } from '../http/server-helpers.js';
 import type { Logger } from '../logging/logger.js';
 import { connectNats, type ConnectNatsOptions } from '../nats/connect.js';
 import { ensureJobConsumer, type Job, JOBS_CONSUMER, runJobConsumer } from '../nats/job-consumer.js';
-import { JOBS_STREAM, KV_BUCKETS } from '../nats/streams.js';
+import { isStreamNotFound, JOBS_STREAM, KV_BUCKETS } from '../nats/streams.js';
 import { ExecutionRepository } from '../store/execution-repository.js';
 import { WorkflowRepository } from '../store/workflow-repository.js';
 import { WORKSPACES_BUCKET, WorkspaceRepository } from '../store/workspace-repository.js';
@@ -200,11 +200,12 @@ export async function startExecutor(config: ExecutorConfig, log: Logger, options
         await openStores(client.nc);
         return;
       } catch (err) {
-        const message = (err as Error).message;
         // The gateway creates the buckets: until it has (a fresh start of everything), waiting is normal.
-        if (!/stream not found/i.test(message)) log.warn({ err: message }, 'opening the KV buckets failed, retrying');
-        else if (!toldWaiting) log.info('waiting for a gateway to create the KV buckets');
-        toldWaiting ||= /stream not found/i.test(message);
+        if (!isStreamNotFound(err)) log.warn({ err: (err as Error).message }, 'opening the KV buckets failed, retrying');
+        else if (!toldWaiting) {
+          log.info('waiting for a gateway to create the KV buckets');
+          toldWaiting = true;
+        }
         await new Promise((r) => setTimeout(r, SETUP_RETRY_MS));
       }
     }

@@ -33,7 +33,7 @@ import type { MsgHdrs, NatsConnection, Subscription } from '@nats-io/transport-n
 import { setMaxListeners } from 'node:events';
 import { silentLogger, type Logger } from '../logging/logger.js';
 import type { NatsClient } from './connect.js';
-import { JOBS_STREAM } from './streams.js';
+import { isStreamNotFound, JOBS_STREAM } from './streams.js';
 
 const MS = 1_000_000;
 
@@ -375,7 +375,7 @@ export function runJobConsumer(opts: RunJobConsumerOptions): JobConsumerLoop {
         if (now - lastErrLog > 10_000) {
           lastErrLog = now;
           // A stream not created yet (a fresh start: the gateway creates it) is waited for, not warned about.
-          if (missing && err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) {
+          if (isStreamNotFound(err)) {
             log.info({ stream, consumer: durable }, 'waiting for the jobs stream to be created');
           } else {
             log.warn({ err: (err as Error)?.message, stream, consumer: durable }, 'pulling jobs failed, retrying');

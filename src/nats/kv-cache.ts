@@ -12,6 +12,7 @@ import { Kvm, type KV, type KvWatchEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { silentLogger, type Logger } from '../logging/logger.js';
 import type { NatsClient } from './connect.js';
+import { isStreamNotFound } from './streams.js';
 
 export interface KvCacheOptions<T> {
   client: NatsClient;
@@ -153,10 +154,9 @@ export class KvCache<T> {
         await this.#watchOnce(nc);
       } catch (err) {
         if (this.#stop.signal.aborted) return;
-        const message = (err as Error).message;
         // A bucket not created yet (a fresh start: the gateway creates it during set-up) is waited for.
-        if (/stream not found/i.test(message)) this.#log.debug({ bucket: this.opts.bucket }, 'waiting for the KV bucket to be created');
-        else this.#log.warn({ bucket: this.opts.bucket, err: message }, 'KV watch failed, retrying');
+        if (isStreamNotFound(err)) this.#log.debug({ bucket: this.opts.bucket }, 'waiting for the KV bucket to be created');
+        else this.#log.warn({ bucket: this.opts.bucket, err: (err as Error).message }, 'KV watch failed, retrying');
       }
       if (this.#stop.signal.aborted) return;
       await new Promise<void>((r) => {

@@ -107,8 +107,15 @@ function same(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-function isNotFound(err: unknown): boolean {
-  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound;
+const isNotFound = isStreamNotFound;
+
+/**
+ * Whether `err` says a stream (a KV bucket is one) does not exist yet. Besides JetStream's API error,
+ * some nats.js paths (KV open, watch) only carry the server's text.
+ */
+export function isStreamNotFound(err: unknown): boolean {
+  if (err instanceof JetStreamApiError) return err.code === JetStreamApiCodes.StreamNotFound;
+  return err instanceof Error && /stream not found/i.test(err.message);
 }
 
 /**
