@@ -10,8 +10,12 @@
  * a worker whose task is running; this lets a running sandbox stop cleanly instead, and a queued task be
  * skipped when a worker picks it up.
  *
- * States: QUEUED → RUNNING → DONE; QUEUED → CANCELLED (skipped when a worker picks it up);
- * RUNNING → STOPPING (the sandbox stops at its next check) → DONE.
+ * States: QUEUED (in the pool's queue) → PLACED (stored as -p, p the placement's number, unique
+ * among the pool's placements) → RUNNING → DONE; PLACED → QUEUED when the pool takes an unstarted call
+ * back to place it elsewhere (see reclaim); QUEUED or PLACED → CANCELLED (skipped when a worker picks
+ * it up); RUNNING → STOPPING (the sandbox stops at its next check) → DONE. Only the placement a flag
+ * names can start the call: a worker that finds it placed otherwise — elsewhere, or again on itself
+ * under a newer placement — drops that copy.
  */
 export const QUEUED = 0;
 export const RUNNING = 1;
@@ -77,24 +81,53 @@ export function startedAt(flag: Int32Array): number {
   return new Float64Array(flag.buffer, 8, 1)[0]!;
 }
 
-/** Main thread: asks the task to stop, whether it is queued or running. */
+/** True when the call was cancelled before any worker took it. */
+export function isCancelledWhileQueued(flag: Int32Array): boolean {
+  return Atomics.load(flag, 0) === CANCELLED;
+}
+
+/** Main thread: marks a queued call as placed under `placement` (> 0); false when it was cancelled. */
+export function markPlaced(flag: Int32Array, placement: number): boolean {
+  return Atomics.compareExchange(flag, 0, QUEUED, -placement) === QUEUED;
+}
+
+/** Main thread: takes back a call placed under `placement` that has not started; false if it has. */
+export function reclaim(flag: Int32Array, placement: number): boolean {
+  return Atomics.compareExchange(flag, 0, -placement, QUEUED) === -placement;
+}
+
+/** Main thread: asks the task to stop, whether it is queued, placed or running. */
 export function requestCancel(flag: Int32Array): void {
-  if (Atomics.compareExchange(flag, 0, QUEUED, CANCELLED) === QUEUED) return;
-  if (Atomics.compareExchange(flag, 0, RUNNING, STOPPING) === RUNNING) Atomics.notify(flag, 0);
+  for (;;) {
+    const state = Atomics.load(flag, 0);
+    if (state <= QUEUED) {
+      if (Atomics.compareExchange(flag, 0, state, CANCELLED) === state) return;
+      continue;
+    }
+    if (state === RUNNING && Atomics.compareExchange(flag, 0, RUNNING, STOPPING) !== RUNNING) continue;
+    if (state === RUNNING) Atomics.notify(flag, 0);
+    return;
+  }
+}
+
+export interface StartedTask {
+  signal: AbortSignal;
+  isCancelled: () => boolean;
+  hostWorkStarted: () => void;
+  finish: () => void;
 }
 
 /**
- * Worker: marks the task running and returns a signal that aborts when the main thread cancels, or
- * `undefined` when it was cancelled while still queued. Call `finish()` when the task ends: it wakes the
- * pending wait so nothing outlives the task.
+ * Worker: marks the task (given to it under `placement`) running and returns a signal that aborts when the main thread cancels;
+ * `'cancelled'` when it was cancelled before it started, `'elsewhere'` when the pool took it back to
+ * place it on another worker (then this worker drops it without an answer). Call `finish()` when the
+ * task ends: it wakes the pending wait so nothing outlives the task.
  */
-export function startTask(
-  flag: Int32Array,
-  threadId: number,
-): { signal: AbortSignal; isCancelled: () => boolean; hostWorkStarted: () => void; finish: () => void } | undefined {
+export function startTask(flag: Int32Array, placement: number, threadId: number): StartedTask | 'cancelled' | 'elsewhere' {
+  const was = Atomics.compareExchange(flag, 0, -placement, RUNNING);
+  if (was !== -placement) return was === CANCELLED ? 'cancelled' : 'elsewhere';
   new Float64Array(flag.buffer, 8, 1)[0] = performance.timeOrigin + performance.now();
   Atomics.store(flag, 1, threadId);
-  if (Atomics.compareExchange(flag, 0, QUEUED, RUNNING) !== QUEUED) return undefined;
   // The signal (an AbortController and a waiter on the flag) is made only when asked for: a call that
   // never waits for host work is stopped through isCancelled alone, and most calls never wait.
   let controller: AbortController | undefined;

@@ -14,10 +14,12 @@ import {
   timeLimitOf,
 } from './cancel-flag.js';
 import { LatencyWindow } from './latency-window.js';
-import { ActivityBoard, createActivityBalancer, createActivityBoardMemory } from './worker-activity.js';
+import { ActivityBoard, createActivityBoardMemory } from './worker-activity.js';
+import { CallDispatcher } from './call-dispatcher.js';
+import { WorkerLostError } from './call-lane.js';
 import { PoolCancelledError, PoolClosedError, PoolFullError, PoolInternalError, PoolUnavailableError } from './pool-errors.js';
 import { createPenaltyTableMemory, PenaltyTable } from './hard-stop-penalty.js';
-import type { WireReply, WorkerReply, WorkerSetup, WorkerTask } from './worker-task.js';
+import { isLaneOffer, type WireReply, type WorkerReply, type WorkerSetup, type WorkerTask } from './worker-task.js';
 
 export interface PoolStatus {
   workers: number;
@@ -38,7 +40,7 @@ export interface ExecuteResult {
 
 /** One Execute call as it came off the wire (see {@link RunnerPool.executeWire}). */
 export interface WireCall {
-  /** The encoded ExecuteRequest, in an ArrayBuffer of its own: it is transferred to the worker. */
+  /** The encoded ExecuteRequest, in an ArrayBuffer of its own: a large one is transferred to the worker. */
   body: Uint8Array;
   encoding: WireEncoding;
   /** Answer with the 5-byte gRPC message header in front of the response. */
@@ -55,7 +57,7 @@ export interface RunnerPool {
   /**
    * Runs one call given as the bytes of an ExecuteRequest and answers with the bytes of its
    * ExecuteResponse: the worker decodes, validates (a refusal resolves as `status: 'invalid'`), runs and
-   * encodes. `call.body`'s buffer is transferred (detached here). Rejects like {@link execute}.
+   * encodes. A large `call.body`'s buffer is transferred (detached here). Rejects like {@link execute}.
    */
   executeWire(call: WireCall, signal?: AbortSignal): Promise<WireReply>;
   status(): PoolStatus;
@@ -102,9 +104,20 @@ const NO_WIRE_CALLS: RunnerPoolOptions = { maxCodeBytes: 0, maxInputBytes: 0 };
 type Settled = { reply: WorkerReply } | { hardStopped: true; timeoutMs: number; requestId: string };
 
 /**
- * The pool of sandbox workers (Piscina). Each call is a task with a shared-memory cancel flag, so a
- * caller's cancellation or deadline stops its sandbox without terminating the worker. A worker that
- * dies (a crash, its heap limit) is replaced by Piscina; only its own calls fail.
+ * Calls placed on a worker beyond those it runs, so it never runs dry while this thread is busy (see
+ * call-dispatcher.ts). 32: with 64 calls in flight on 2 workers (bench/execute.ts), none waits here.
+ */
+const CALLS_AHEAD_PER_WORKER = 32;
+
+/** A request body this large is moved to the worker; a smaller one is copied (cheaper than a transfer). */
+const TRANSFER_ABOVE_BYTES = 64 * 1024;
+
+/**
+ * The pool of sandbox workers. Piscina starts the workers (with their resource limits) and replaces one
+ * that dies; calls reach them through each worker's call lane, in batches (call-lane.ts,
+ * call-dispatcher.ts). Each call has a shared-memory cancel flag, so a caller's cancellation or deadline
+ * stops its sandbox without terminating the worker. When a worker dies (a crash, its heap limit, a hard
+ * stop), only its own calls are affected.
  */
 export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions = NO_WIRE_CALLS): RunnerPool {
   const activity = createActivityBoardMemory();
@@ -130,6 +143,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
       maxCallsPerModule: Number.MAX_SAFE_INTEGER,
     },
     defaultMemoryBytes: config.defaultMemoryBytes,
+    sandboxes: config.concurrentPerWorker,
     requests: {
       maxCodeBytes: options.maxCodeBytes,
       maxInputBytes: options.maxInputBytes,
@@ -142,17 +156,18 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
       },
     },
   };
+  const dispatcher = new CallDispatcher(board, {
+    sandboxes: config.concurrentPerWorker,
+    laneDepth: config.concurrentPerWorker + CALLS_AHEAD_PER_WORKER,
+    maxQueue: config.maxQueue,
+  });
   const piscina = new Piscina<WorkerTask, WorkerReply>({
     filename: new URL('./worker.js', import.meta.url).href,
     minThreads: config.size,
     maxThreads: config.size,
-    concurrentTasksPerWorker: config.concurrentPerWorker,
-    // A call goes to a worker whose thread is free, not one stuck in another call's long synchronous part.
-    loadBalancer: createActivityBalancer(board, config.concurrentPerWorker),
-    maxQueue: config.maxQueue,
     idleTimeout: config.idleTimeoutMs,
     // The default 'sync' mode parks an idle worker in Atomics.wait; 'disabled' keeps its event loop
-    // running, which the per-call cancel wait and timers rely on.
+    // running, which the call lane, the per-call cancel wait and timers rely on.
     atomics: 'disabled',
     // Piscina's run/wait histograms are not read (GetPoolStatus keeps its own window).
     recordTiming: false,
@@ -166,11 +181,16 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
   // A worker that dies (crash, heap limit, a hard stop) is destroyed and Piscina starts another.
   let workersReplaced = 0;
   piscina.on('workerDestroy', (worker: { id: number }) => {
+    dispatcher.detach(worker.id);
     board.release(worker.id);
     if (!closing) workersReplaced++;
   });
   // Piscina re-emits worker failures as 'error' when no task owns them; they must not crash the process.
   piscina.on('error', () => {});
+  // Each worker offers its call lane once it has loaded (worker-lane.ts).
+  piscina.on('message', (message: unknown) => {
+    if (isLaneOffer(message) && !closing) dispatcher.attach(message.threadId, message.ldboxCallLane);
+  });
   // Every call not yet answered, by its cancel flag; a started flag is a call a worker holds.
   // Piscina's queueSize misses tasks posted to a worker that has not picked them up yet
   // (seen for seconds while a worker starts on a loaded machine), so "busy" is read from the flags.
@@ -205,7 +225,12 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
    * the sandbox, so the caller cannot tell. Otherwise, or when it loses a second worker, it fails with
    * UNAVAILABLE: the caller may retry if the call's effects allow.
    */
-  async function runTask(build: (cancelFlag: Int32Array, submittedAt: number) => WorkerTask, timeoutMs: number, signal: AbortSignal | undefined): Promise<Settled> {
+  async function runTask(
+    build: (cancelFlag: Int32Array, submittedAt: number) => WorkerTask,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+    transfer?: ArrayBuffer,
+  ): Promise<Settled> {
     if (closing) throw new PoolClosedError('the runner is shutting down');
     if (signal?.aborted) throw new PoolCancelledError('the call was cancelled before it started');
     const started = performance.now();
@@ -217,7 +242,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
       inFlight.set(cancelFlag, entry);
       let reply: WorkerReply;
       try {
-        reply = await piscina.run(build(cancelFlag, performance.timeOrigin + started));
+        reply = await dispatcher.run(build(cancelFlag, performance.timeOrigin + started), transfer);
       } catch (err) {
         if (signal?.aborted) {
           failed++;
@@ -228,13 +253,17 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
           latency.record(performance.now() - started);
           return { hardStopped: true, timeoutMs: entry.timeoutMs || timeLimitOf(cancelFlag), requestId: requestIdOf(cancelFlag) };
         }
-        if (err instanceof Error && err.message === 'Task queue is at limit') {
+        if (err instanceof PoolFullError) {
           failed++;
-          throw new PoolFullError(`the runner's queue is full (${config.maxQueue} calls waiting): retry later`);
+          throw err;
         }
         if (closing) {
           failed++;
           throw new PoolClosedError('the runner shut down during the call', { cause: err });
+        }
+        if (!(err instanceof WorkerLostError)) {
+          failed++;
+          throw new PoolInternalError(`the call failed in the pool: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
         }
         if (attempt === 1 && !startedHostWork(cancelFlag)) {
           rerun++;
@@ -284,6 +313,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
 
   async function executeWire(call: WireCall, signal?: AbortSignal): Promise<WireReply> {
     const started = performance.now();
+    const transfer = call.body.byteLength > TRANSFER_ABOVE_BYTES ? (call.body.buffer as ArrayBuffer) : undefined;
     const settled = await runTask(
       (cancelFlag, submittedAt) => ({
         kind: 'wire',
@@ -296,6 +326,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
       }),
       0,
       signal,
+      transfer,
     );
     if ('hardStopped' in settled) {
       // The worker and the call's logs are gone; the answer is a timeout, encoded here (it is small).
@@ -340,6 +371,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
         poll();
       });
       await Promise.race([drained, new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+      dispatcher.close();
       await piscina.destroy();
     },
   };

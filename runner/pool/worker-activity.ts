@@ -2,8 +2,8 @@
  * Which workers are stuck in a long synchronous stretch right now, in shared memory, so the pool can
  * hand new calls to the others. A worker runs several calls at once (they interleave while waiting for
  * host I/O), but guest code, a built-in's own work and result encoding run on its one thread: a call
- * placed on a worker that is busy for a second waits that second. Piscina's default balancer looks at
- * task counts only; {@link createActivityBalancer} also looks here.
+ * placed on a worker that is busy for a second waits that second. Counting calls per worker is not
+ * enough; {@link chooseWorker} also looks here.
  *
  * Each worker claims a slot and writes when its thread was last free (a heartbeat timer that only runs
  * when the thread is free) and when it started a task's synchronous part. A worker is "blocked" when
@@ -12,17 +12,12 @@
  * result encoding's own work). A call placed on a worker just before that worker starts a long stretch
  * still waits for it: a worker cannot hand back a task it has been given.
  */
-import type { Piscina } from 'piscina';
-
-/** Piscina's balancer type (not exported by name from the package). */
-type LoadBalancer = NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>['loadBalancer']>;
-
 const SLOTS = 1024;
 /** A thread not free for this long is treated as blocked; a trivial call's synchronous part is ~0.1 ms. */
 export const BLOCKED_AFTER_MS = 10;
 const HEARTBEAT_MS = 5;
 
-/** The shared memory the pool creates and hands to each worker (Piscina `workerData`). */
+/** The shared memory the pool creates and hands to each worker (in the workers' `workerData`). */
 export interface ActivityBoardMemory {
   owners: SharedArrayBuffer;
   freeAt: SharedArrayBuffer;
@@ -117,36 +112,43 @@ export class WorkerActivity {
   };
 }
 
+/** What the choice needs to know of a worker (a CallLane). */
+export interface PlaceableWorker {
+  /** The worker's thread id. */
+  readonly id: number;
+  /** Calls placed on it and not answered yet. */
+  readonly inFlight: number;
+  readonly closed: boolean;
+}
+
 /**
- * Piscina's least-busy choice, minus workers whose thread is blocked: among the workers with room, an
- * idle one first, then the least busy unblocked one. When every worker with room is blocked, the one
+ * The least-busy choice, minus workers whose thread is blocked: among the workers with room, an idle
+ * one first, then the least busy unblocked one. When every worker with room is blocked, the one
  * blocked for the shortest time: a worker that just started a task is "blocked" too (so that a long
  * stretch is seen at once), and it is the likeliest to be free soon; the one blocked longest is the
- * likeliest to stay so. Queueing the call in Piscina instead could wait longer than either.
+ * likeliest to stay so. Queueing the call instead could wait longer than either.
  */
-export function createActivityBalancer(board: ActivityBoard, maximumUsage: number): LoadBalancer {
-  return (_task, workers) => {
-    const at = now();
-    let best = null;
-    let bestUsage = maximumUsage;
-    let fallback = null;
-    let fallbackBusy = Infinity;
-    for (const worker of workers) {
-      if (worker.terminating || worker.destroyed || worker.currentUsage >= maximumUsage) continue;
-      const busy = board.busyFor(worker.id, at);
-      if (busy >= BLOCKED_AFTER_MS) {
-        if (busy < fallbackBusy) {
-          fallback = worker;
-          fallbackBusy = busy;
-        }
-        continue;
+export function chooseWorker<W extends PlaceableWorker>(board: ActivityBoard, workers: Iterable<W>, maximumUsage: number): W | undefined {
+  const at = now();
+  let best: W | undefined;
+  let bestUsage = maximumUsage;
+  let fallback: W | undefined;
+  let fallbackBusy = Infinity;
+  for (const worker of workers) {
+    if (worker.closed || worker.inFlight >= maximumUsage) continue;
+    const busy = board.busyFor(worker.id, at);
+    if (busy >= BLOCKED_AFTER_MS) {
+      if (busy < fallbackBusy) {
+        fallback = worker;
+        fallbackBusy = busy;
       }
-      if (worker.currentUsage === 0) return worker;
-      if (worker.currentUsage < bestUsage) {
-        best = worker;
-        bestUsage = worker.currentUsage;
-      }
+      continue;
     }
-    return best ?? fallback;
-  };
+    if (worker.inFlight === 0) return worker;
+    if (worker.inFlight < bestUsage) {
+      best = worker;
+      bestUsage = worker.inFlight;
+    }
+  }
+  return best ?? fallback;
 }

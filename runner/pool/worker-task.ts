@@ -1,3 +1,4 @@
+import type { MessagePort } from 'node:worker_threads';
 import type { PenaltyTableMemory } from './hard-stop-penalty.js';
 import type { ActivityBoardMemory } from './worker-activity.js';
 import type { SandboxLimits, SandboxOutcome, SandboxRequest, WasmModulePoolOptions } from '../sandbox/index.js';
@@ -10,6 +11,8 @@ export interface WorkerSetup {
   modules: WasmModulePoolOptions;
   /** The memory limit most calls use: the worker warms a module of that size at start. */
   defaultMemoryBytes: number;
+  /** Calls the worker runs at once (each on a module of its own); more placed on it wait. */
+  sandboxes: number;
   /** What an ExecuteRequest may ask for: the worker validates wire requests itself. */
   requests: RequestLimits;
   /** Where the worker says when its thread is blocked (see worker-activity.ts). */
@@ -79,3 +82,25 @@ export type WorkerReply =
   | { status: 'cancelled' }
   | { status: 'throttled'; message: string }
   | { status: 'internal'; message: string; requestId?: string };
+
+/** One call on a worker's call lane (call-lane.ts), numbered by its placement (cancel-flag.ts). */
+export interface LaneTask {
+  id: number;
+  task: WorkerTask;
+}
+
+/** What the pool sends down a lane in one message: the calls placed on the worker during one turn. */
+export type LaneBatch = LaneTask[];
+
+/** What a worker sends back in one message: the calls that ended during one of its turns. */
+export type LaneReplies = { id: number; reply: WorkerReply }[];
+
+/** The message a worker posts to its parent at start: the pool's end of the worker's call lane. */
+export interface LaneOffer {
+  ldboxCallLane: MessagePort;
+  threadId: number;
+}
+
+export function isLaneOffer(message: unknown): message is LaneOffer {
+  return typeof message === 'object' && message !== null && 'ldboxCallLane' in message;
+}

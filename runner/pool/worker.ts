@@ -8,7 +8,7 @@
  * structured-cloned but a few numbers and strings; the response's bytes are transferred back.
  */
 import { threadId } from 'node:worker_threads';
-import { move, transferableSymbol, valueSymbol, workerData } from 'piscina';
+import { workerData } from 'piscina';
 import {
   type CappedModule,
   prepareAhead,
@@ -20,9 +20,10 @@ import {
 } from '../sandbox/index.js';
 import { decodeBinaryRequest, decodeJsonRequest, isInvalidRequest, toSandboxRequest } from '../wire/execute-request.js';
 import { encodeExecuteResponse } from '../wire/execute-response.js';
-import { describeTask, startTask } from './cancel-flag.js';
+import { describeTask, type StartedTask, startTask } from './cancel-flag.js';
 import { WorkerActivity } from './worker-activity.js';
 import { codeHash, PenaltyTable } from './hard-stop-penalty.js';
+import { type LaneAnswer, openWorkerLane } from './worker-lane.js';
 import type { WireAnswer, WireTask, WorkerReply, WorkerSetup, WorkerTask } from './worker-task.js';
 
 const setup = workerData as WorkerSetup;
@@ -44,46 +45,52 @@ void modules.acquire(setup.defaultMemoryBytes).then((cm) => {
 
 const MOVE_ABOVE_BYTES = 64 * 1024;
 
-type Started = NonNullable<ReturnType<typeof startTask>>;
+type Started = StartedTask;
 
-export default async function runTask(task: WorkerTask): Promise<unknown> {
+openWorkerLane(runTask, setup.sandboxes);
+
+/** One call; `undefined` when the pool placed it on another worker meanwhile (nobody waits for it here). */
+async function runTask(task: WorkerTask, placement: number): Promise<LaneAnswer | undefined> {
+  const started = startTask(task.cancelFlag, placement, threadId);
+  if (started === 'elsewhere') return undefined;
+  if (started === 'cancelled') return { reply: CANCELLED };
   activity.computing();
   const now = performance.timeOrigin + performance.now();
   const queueTimeMs = Math.max(0, now - task.submittedAt);
-  const started = startTask(task.cancelFlag, threadId);
-  if (!started) return { status: 'cancelled' } satisfies WorkerReply;
   try {
     if (task.kind === 'sandbox') {
       const refused = admit(task.cancelFlag, task.request);
-      if (refused) return refused;
+      if (refused) return { reply: refused };
       const outcome = await run(task.request, started);
-      return outcome ? ({ status: 'done', outcome, queueTimeMs } satisfies WorkerReply) : ({ status: 'cancelled' } satisfies WorkerReply);
+      return { reply: outcome ? { status: 'done', outcome, queueTimeMs } : CANCELLED };
     }
     return await runWire(task, started, now, queueTimeMs);
   } catch (err) {
     // Only the message crosses back: it is logged by the pool, never shown to the caller.
     const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
-    return { status: 'internal', message: `${err instanceof Error ? err.message : String(err)}${cause}` } satisfies WorkerReply;
+    return { reply: { status: 'internal', message: `${err instanceof Error ? err.message : String(err)}${cause}` } };
   } finally {
     started.finish();
   }
 }
 
-/** Decode, validate, run, encode; the reply's bytes are moved (transferred), not copied. */
-async function runWire(task: WireTask, started: Started, now: number, queueTimeMs: number): Promise<unknown> {
+const CANCELLED: WorkerReply = { status: 'cancelled' };
+
+/** Decode, validate, run, encode; a large reply's bytes are moved (transferred), not copied. */
+async function runWire(task: WireTask, started: Started, now: number, queueTimeMs: number): Promise<LaneAnswer> {
   let checked;
   try {
     const message = task.encoding === 'json' ? decodeJsonRequest(task.body) : decodeBinaryRequest(task.body);
     checked = toSandboxRequest(message, setup.requests, task.deadlineAt === undefined ? undefined : task.deadlineAt - now);
   } catch (err) {
-    if (isInvalidRequest(err)) return { status: 'invalid', message: err.message } satisfies WorkerReply;
+    if (isInvalidRequest(err)) return { reply: { status: 'invalid', message: err.message } };
     throw err;
   }
   const { request, deadlineLimited } = checked;
   const refused = admit(task.cancelFlag, request);
-  if (refused) return refused;
+  if (refused) return { reply: refused };
   const outcome = await run(request, started);
-  if (!outcome) return { status: 'cancelled' } satisfies WorkerReply;
+  if (!outcome) return { reply: CANCELLED };
   const body = encodeExecuteResponse(outcome, queueTimeMs, task.encoding, task.grpcFramed);
   const answer: WireAnswer = {
     status: 'answered',
@@ -96,8 +103,7 @@ async function runWire(task: WireTask, started: Started, now: number, queueTimeM
   if (outcome.internalFault !== undefined) answer.internalFault = outcome.internalFault;
   // Moving a buffer costs more than copying a small one (a transfer detaches and re-creates it): only
   // large responses are moved.
-  if (body.byteLength < MOVE_ABOVE_BYTES) return answer;
-  return move({ [transferableSymbol]: body.buffer, [valueSymbol]: answer });
+  return { reply: answer, transfer: body.byteLength < MOVE_ABOVE_BYTES ? undefined : (body.buffer as ArrayBuffer) };
 }
 
 /**
