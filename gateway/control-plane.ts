@@ -175,7 +175,13 @@ export function registerControlPlane(router: ConnectRouter, deps: ControlPlaneDe
         pageToken: req.pageToken || undefined,
       });
       if (!page) throw new ConnectError('pageToken is not a token from a previous ListWorkflows call', Code.InvalidArgument);
-      return create(ListWorkflowsResponseSchema, { workflows: page.workflows.map((r) => toProto(r)), nextPageToken: page.nextPageToken });
+      const workflows = page.workflows.map((r) => {
+        const unreadable = page.unreadable.get(r.id);
+        if (!unreadable) return toProto(r);
+        deps.log.warn({ method: 'ListWorkflows', workflowId: r.id, keyId: unreadable.keyId, err: unreadable.message }, 'listed a workflow whose stored secrets cannot be opened');
+        return toProtoWorkflow(r, { baseUrl: deps.config.baseUrl, now: now(), unreadable: unreadable.message });
+      });
+      return create(ListWorkflowsResponseSchema, { workflows, nextPageToken: page.nextPageToken });
     }),
     deleteWorkflow: wrap('DeleteWorkflow', async (req) => {
       checkWorkflowId(req.id);
