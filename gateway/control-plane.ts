@@ -20,7 +20,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { create } from '@bufbuild/protobuf';
-import { Code, ConnectError, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
+import { Code, ConnectError, type ConnectRouter, type HandlerContext, type Interceptor } from '@connectrpc/connect';
 import type { GatewayConfig } from '../src/config/gateway-config.js';
 import {
   CreateWorkflowResponseSchema,
@@ -40,7 +40,8 @@ import type { Logger } from '../src/logging/logger.js';
 import { NatsUnavailableError } from '../src/nats/connect.js';
 import type { KvCache } from '../src/nats/kv-cache.js';
 import { isSecretUnavailable, isStoreConflict, isStoreUnavailable } from '../src/store/store-errors.js';
-import { type ExecutionRepository, toProtoExecution } from '../src/store/execution-repository.js';
+import { type ExecutionEncoding, type ExecutionRepository, toProtoExecution } from '../src/store/execution-repository.js';
+import { keepProtoKeysTextEncoder } from '../src/json/proto-keys.js';
 import type { WorkflowRepository } from '../src/store/workflow-repository.js';
 import { toProtoWorkspace, type WorkspaceRepository } from '../src/store/workspace-repository.js';
 import { isWorkflowValidationError } from '../src/workflows/validation-error.js';
@@ -134,10 +135,10 @@ export function registerControlPlane(router: ConnectRouter, deps: ControlPlaneDe
     return s;
   };
   const wrap =
-    <Req, Res>(method: string, f: (req: Req) => Promise<Res>) =>
-    async (req: Req): Promise<Res> => {
+    <Req, Res>(method: string, f: (req: Req, ctx: HandlerContext) => Promise<Res>) =>
+    async (req: Req, ctx: HandlerContext): Promise<Res> => {
       try {
-        return await f(req);
+        return await f(req, ctx);
       } catch (err) {
         throw toConnectError(err, method, deps.log);
       }
@@ -174,7 +175,13 @@ export function registerControlPlane(router: ConnectRouter, deps: ControlPlaneDe
         pageToken: req.pageToken || undefined,
       });
       if (!page) throw new ConnectError('pageToken is not a token from a previous ListWorkflows call', Code.InvalidArgument);
-      return create(ListWorkflowsResponseSchema, { workflows: page.workflows.map((r) => toProto(r)), nextPageToken: page.nextPageToken });
+      const workflows = page.workflows.map((r) => {
+        const unreadable = page.unreadable.get(r.id);
+        if (!unreadable) return toProto(r);
+        deps.log.warn({ method: 'ListWorkflows', workflowId: r.id, keyId: unreadable.keyId, err: unreadable.message }, 'listed a workflow whose stored secrets cannot be opened');
+        return toProtoWorkflow(r, { baseUrl: deps.config.baseUrl, now: now(), unreadable: unreadable.message });
+      });
+      return create(ListWorkflowsResponseSchema, { workflows, nextPageToken: page.nextPageToken });
     }),
     deleteWorkflow: wrap('DeleteWorkflow', async (req) => {
       checkWorkflowId(req.id);
@@ -212,20 +219,21 @@ export function registerControlPlane(router: ConnectRouter, deps: ControlPlaneDe
         webhook: toProtoWebhook(done.record, { baseUrl: deps.config.baseUrl, now: at, secret: done.result }),
       });
     }),
-    getExecution: wrap('GetExecution', async (req) => {
+    getExecution: wrap('GetExecution', async (req, ctx) => {
       checkExecutionId(req.id);
       const record = await stores().executions.get(req.id);
       if (!record) throw notFound(`execution ${req.id} not found`);
-      return create(GetExecutionResponseSchema, { execution: toProtoExecution(record) });
+      return create(GetExecutionResponseSchema, { execution: toProtoExecution(record, responseEncoding(ctx)) });
     }),
-    listExecutions: wrap('ListExecutions', async (req) => {
+    listExecutions: wrap('ListExecutions', async (req, ctx) => {
       checkWorkflowId(req.workflowId, 'workflowId');
       const page = await stores().executions.list(req.workflowId, {
         pageSize: resolvePageSize(req.pageSize, EXECUTION_PAGE_SIZE),
         pageToken: req.pageToken || undefined,
       });
       if (!page) throw new ConnectError('pageToken is not a token from a previous ListExecutions call', Code.InvalidArgument);
-      return create(ListExecutionsResponseSchema, { executions: page.executions.map(toProtoExecution), nextPageToken: page.nextPageToken });
+      const encoding = responseEncoding(ctx);
+      return create(ListExecutionsResponseSchema, { executions: page.executions.map((r) => toProtoExecution(r, encoding)), nextPageToken: page.nextPageToken });
     }),
   });
 
@@ -244,6 +252,28 @@ export function registerControlPlane(router: ConnectRouter, deps: ControlPlaneDe
       return create(SetWorkspaceBudgetResponseSchema, { workspace: toProtoWorkspace(record) });
     }),
   });
+}
+
+/**
+ * How the answer to this call will be encoded (the request's): JSON for `application/json` and
+ * `application/grpc-web+json`, binary otherwise. Execution records are built for it so that an own
+ * `__proto__` key stays data (src/json/proto-keys.ts; the JSON serializer restores it, see
+ * {@link controlPlaneJsonOptions}).
+ */
+function responseEncoding(ctx: HandlerContext): ExecutionEncoding {
+  const type = (ctx.requestHeader.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase();
+  return type.endsWith('json') ? 'json' : 'binary';
+}
+
+/**
+ * connect-node's JSON options for the control plane: strict (an unknown field or enum name is
+ * INVALID_ARGUMENT naming it, not silently dropped; strict-enums.ts), and the text encoder that writes
+ * the stand-ins of own `__proto__` keys back (src/json/proto-keys.ts). connect passes the options on to
+ * its JSON serialization, which takes `textEncoder` from them.
+ */
+export function controlPlaneJsonOptions(): { ignoreUnknownFields: boolean } {
+  const options = { ignoreUnknownFields: false, textEncoder: keepProtoKeysTextEncoder };
+  return options;
 }
 
 function notFound(message: string): ConnectError {

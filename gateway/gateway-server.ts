@@ -34,7 +34,7 @@ import { decodeWorkflowForRouting } from '../src/store/workflow-codec.js';
 import { ensureWorkspacesBucket, WORKSPACES_BUCKET, WorkspaceRepository, type WorkspaceRecord } from '../src/store/workspace-repository.js';
 import type { RandomBytes } from '../src/workflows/webhook-secret.js';
 import type { WorkflowRecord } from '../src/workflows/workflow-model.js';
-import { adminAuth, adminTokenCheck, type ControlPlaneStores, registerControlPlane, sendUnauthenticated, UNAUTHENTICATED_BODY_BYTES } from './control-plane.js';
+import { adminAuth, adminTokenCheck, controlPlaneJsonOptions, type ControlPlaneStores, registerControlPlane, sendUnauthenticated, UNAUTHENTICATED_BODY_BYTES } from './control-plane.js';
 import { createGatewayMetrics, type RouteLabel } from './gateway-metrics.js';
 import { RateLimiter } from './rate-limiter.js';
 import { nameEnumFieldInErrors, strictEnums } from './strict-enums.js';
@@ -136,8 +136,7 @@ export async function startGateway(configIn: GatewayConfig, log: Logger, options
     // gRPC needs HTTP/2; this port is HTTP/1.1 (see control-plane.ts).
     grpc: false,
     readMaxBytes: 64 * MiB,
-    // Strict: an unknown field or enum name is INVALID_ARGUMENT naming it, not silently dropped (strict-enums.ts).
-    jsonOptions: { ignoreUnknownFields: false },
+    jsonOptions: controlPlaneJsonOptions(),
     interceptors: [adminAuth(config.adminToken), strictEnums()],
     routes: (router) => registerControlPlane(router, { config, stores: () => stores, workflowCache, log }),
     fallback: (_req, res) => sendError(res as http.ServerResponse, new WebhookError('not_found', 'no such route')),

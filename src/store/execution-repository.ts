@@ -26,11 +26,13 @@ import {
   NodeErrorKind,
   type NodeExecution,
   NodeExecutionSchema,
+  type Trigger,
   TriggerSchema,
 } from '../gen/ldbox/workflows/v1/workflows_pb.js';
 import { JOBS_STREAM, jobSubject, KV_BUCKETS } from '../nats/streams.js';
 import { parseWebhookJob } from '../workflows/webhook-job.js';
 import { isExecutionId } from '../workflows/ids.js';
+import { hasProtoKey, structUnknownField, valueUnknownField, withStandIns } from '../json/proto-keys.js';
 import { kvKeys, kvLastByPattern } from './kv-index.js';
 import { decodeJson, decodePageToken, encodeJson, encodePageToken, unavailable } from './store-errors.js';
 
@@ -114,15 +116,27 @@ function timestamp(iso: unknown): ReturnType<typeof timestampFromDate> | undefin
   return d && !Number.isNaN(d.getTime()) ? timestampFromDate(d) : undefined;
 }
 
+/**
+ * How the message will be encoded: an own `__proto__` key in a Struct or Value is kept as data only by
+ * preparing for the encoding (src/json/proto-keys.ts); `json` needs the serializer's text encoder
+ * `keepProtoKeysTextEncoder`.
+ */
+export type ExecutionEncoding = 'json' | 'binary';
+
 /** A stored node entry as the message; one that cannot be read is shown as such, never a failed read. */
-function nodeFromJson(n: unknown): NodeExecution {
+function nodeFromJson(n: unknown, encoding: ExecutionEncoding): NodeExecution {
   try {
     if (typeof n !== 'object' || n === null || Array.isArray(n)) throw new Error('not an object');
     const entry = n as Record<string, unknown>;
     const init: Record<string, unknown> = {};
     for (const key of Object.keys(entry)) if (key !== 'output') init[key] = entry[key];
     const node = fromJson(NodeExecutionSchema, init as JsonObject, { ignoreUnknownFields: true });
-    if (Object.hasOwn(entry, 'output')) node.output = fromJson(ValueSchema, shownJson(entry.output));
+    if (Object.hasOwn(entry, 'output')) {
+      const output = shownJson(entry.output);
+      if (!hasProtoKey(output)) node.output = fromJson(ValueSchema, output);
+      else if (encoding === 'json') node.output = fromJson(ValueSchema, withStandIns(output));
+      else node.$unknown = [...(node.$unknown ?? []), valueUnknownField(NodeExecutionSchema.field.output!.number, output)];
+    }
     return node;
   } catch (err) {
     const id = typeof n === 'object' && n !== null && typeof (n as { id?: unknown }).id === 'string' ? (n as { id: string }).id : '';
@@ -130,11 +144,25 @@ function nodeFromJson(n: unknown): NodeExecution {
   }
 }
 
+/** The trigger as the message, its body and query keeping every key for `encoding`. */
+function triggerMessage(body: JsonObject, query: JsonObject, encoding: ExecutionEncoding): Trigger {
+  const keyed = (v: JsonObject): JsonObject => (hasProtoKey(v) ? withStandIns(v) : v);
+  if (encoding === 'json') return create(TriggerSchema, { body: keyed(body), query: keyed(query) });
+  const trigger = create(TriggerSchema);
+  const unknown = [];
+  for (const [name, value] of [['body', body], ['query', query]] as const) {
+    if (hasProtoKey(value)) unknown.push(structUnknownField(TriggerSchema.field[name]!.number, value));
+    else trigger[name] = value;
+  }
+  if (unknown.length > 0) trigger.$unknown = unknown;
+  return trigger;
+}
+
 /**
- * The record as the `Execution` message. Never throws, whatever the record holds (see
- * {@link shownJson}): reading executions must work for every stored record.
+ * The record as the `Execution` message for `encoding` (see {@link ExecutionEncoding}). Never throws,
+ * whatever the record holds (see {@link shownJson}): reading executions must work for every stored record.
  */
-export function toProtoExecution(r: ExecutionRecord): Execution {
+export function toProtoExecution(r: ExecutionRecord, encoding: ExecutionEncoding = 'json'): Execution {
   const trigger = (typeof r.trigger === 'object' && r.trigger !== null ? r.trigger : {}) as Partial<ExecutionRecord['trigger']>;
   const createdAt = timestamp(r.createdAt);
   const startedAt = timestamp(r.startedAt);
@@ -143,8 +171,8 @@ export function toProtoExecution(r: ExecutionRecord): Execution {
     id: String(r.id),
     workflowId: String(r.workflowId),
     status: Object.hasOwn(STATUS, r.status) ? STATUS[r.status] : ExecutionStatus.UNSPECIFIED,
-    trigger: create(TriggerSchema, { body: shownObject(trigger.body), query: shownObject(trigger.query) }),
-    nodes: Array.isArray(r.nodes) ? r.nodes.map(nodeFromJson) : [],
+    trigger: triggerMessage(shownObject(trigger.body), shownObject(trigger.query), encoding),
+    nodes: Array.isArray(r.nodes) ? r.nodes.map((n) => nodeFromJson(n, encoding)) : [],
     error: typeof r.error === 'string' ? r.error : '',
     ...(createdAt ? { createdAt } : {}),
     ...(startedAt ? { startedAt } : {}),

@@ -15,6 +15,7 @@ export {
   ExecutionRepository,
   executionKey,
   toProtoExecution,
+  type ExecutionEncoding,
   type ExecutionPage,
   type ExecutionRecord,
   type ExecutionStatusName,

@@ -21,11 +21,26 @@ import { KV_BUCKETS } from '../nats/streams.js';
 import { kvKeys } from './kv-index.js';
 import { isWorkflowId } from '../workflows/ids.js';
 import type { WorkflowRecord } from '../workflows/workflow-model.js';
-import { decodeWorkflow, encodeWorkflow, needsReencrypt } from './workflow-codec.js';
-import { decodePageToken, encodeJson, encodePageToken, isSecretUnavailable, isWrongRevision, StoreConflictError, unavailable } from './store-errors.js';
+import { decodeWorkflow, decodeWorkflowForRouting, encodeWorkflow, needsReencrypt } from './workflow-codec.js';
+import {
+  decodePageToken,
+  encodeJson,
+  encodePageToken,
+  isSecretUnavailable,
+  isWrongRevision,
+  type SecretUnavailableError,
+  StoreConflictError,
+  unavailable,
+} from './store-errors.js';
 
 export interface WorkflowPage {
   workflows: WorkflowRecord[];
+  /**
+   * Workflows of the page whose node `auth` cannot be opened with the configured data keys, by id: why
+   * (naming the node and key id, never a secret). Their records in `workflows` have every node's `auth`
+   * empty; never use it.
+   */
+  unreadable: Map<string, SecretUnavailableError>;
   /** Empty when this is the last page. */
   nextPageToken: string;
 }
@@ -110,7 +125,8 @@ export class WorkflowRepository {
 
   /**
    * One page of workflows in id order, optionally of one workspace. The token is the last id of the
-   * previous page (opaque, base64url). Returns undefined for a token that is not ours.
+   * previous page (opaque, base64url). Returns undefined for a token that is not ours. A workflow whose
+   * node `auth` cannot be opened is in the page all the same, and in its `unreadable` map.
    */
   async list(opts: { workspace?: string; pageSize: number; pageToken?: string }): Promise<WorkflowPage | undefined> {
     let after = '';
@@ -129,11 +145,23 @@ export class WorkflowRepository {
     }
     ids.sort();
     const out: WorkflowRecord[] = [];
+    const unreadable = new Map<string, SecretUnavailableError>();
+    // One workflow whose secrets cannot be opened (a key rotated away) is reported, never fails the list.
+    const read = async (id: string): Promise<WorkflowRecord | undefined> => {
+      let e;
+      try {
+        e = await this.workflows.get(id);
+      } catch (err) {
+        throw unavailable('reading the workflow failed', err);
+      }
+      if (!e || e.operation !== 'PUT') return undefined;
+      return decodeWorkflowForRouting(e.value, this.keys, (err) => unreadable.set(id, err));
+    };
     let i = 0;
     // Read in batches: with a workspace filter a page may need more reads than its size.
     while (i < ids.length && out.length < opts.pageSize) {
       const batch = ids.slice(i, i + Math.max(opts.pageSize - out.length, 16));
-      const records = await Promise.all(batch.map((id) => this.get(id)));
+      const records = await Promise.all(batch.map(read));
       for (let j = 0; j < batch.length; j++) {
         i++;
         const r = records[j];
@@ -144,7 +172,8 @@ export class WorkflowRepository {
       }
     }
     const more = out.length === opts.pageSize && ids.slice(i).length > 0;
-    return { workflows: out, nextPageToken: more ? encodePageToken(out[out.length - 1]!.id) : '' };
+    for (const id of unreadable.keys()) if (!out.some((r) => r.id === id)) unreadable.delete(id);
+    return { workflows: out, unreadable, nextPageToken: more ? encodePageToken(out[out.length - 1]!.id) : '' };
   }
 
   /**

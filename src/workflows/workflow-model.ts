@@ -349,6 +349,8 @@ export interface ToProtoOptions {
   now: Date;
   /** The plaintext secret, only in the response of the call that generated it. */
   secret?: string | undefined;
+  /** Why the record's node `auth` cannot be opened (ListWorkflows): set as `unreadable`, `auth` left out. */
+  unreadable?: string | undefined;
 }
 
 /** The webhook of a record as the proto message; hashes never leave, the secret only when given. */
@@ -377,13 +379,14 @@ export function toProtoWorkflow(record: WorkflowRecord, options: ToProtoOptions)
         id: n.id,
         code: n.code,
         input: n.input,
-        auth: redactStrings(n.auth) as JsonObject,
+        ...(options.unreadable === undefined ? { auth: redactStrings(n.auth) as JsonObject } : {}),
         limits: create(LimitsSchema, { timeoutMs: n.limits.timeoutMs, memoryBytes: BigInt(n.limits.memoryBytes) }),
       }),
     ),
     webhook: toProtoWebhook(record, options),
     rateLimitPerSecond: record.rateLimitPerSecond,
     createdAt: timestampFromDate(new Date(record.createdAt)),
+    unreadable: options.unreadable ?? '',
   });
 }
 

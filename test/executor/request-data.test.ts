@@ -1,16 +1,28 @@
 /**
  * The request's own data end to end (real nats-server, gateway, executor and runner): the body depth
  * limit, failures caused by the data (one attempt, no retries), records that read whatever they hold,
- * and `__proto__` / `constructor` / `prototype` as plain keys.
+ * and `__proto__` / `constructor` / `prototype` as plain keys (records read back over Connect JSON and binary included).
  */
 import t from 'tap';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
 import { Kvm } from '@nats-io/kv';
 import { MAX_BODY_DEPTH } from '../../gateway/webhook-payload.js';
 import { executionKey } from '../../src/store/execution-repository.js';
 import { TOO_DEEP_MARKER } from '../../src/store/execution-repository.js';
 import { KV_BUCKETS } from '../../src/nats/streams.js';
 import { newExecutionId } from '../../src/workflows/ids.js';
-import { gatewayFixture, hook, rpc } from '../gateway/harness.js';
+import { valueEntriesToJson } from '../../runner/wire/struct-entries.js';
+import { StructEntriesSchema, ValueEntriesSchema } from '../../src/gen/ldbox/runner/internal/v1/struct_entries_pb.js';
+import {
+  ExecutionSchema,
+  GetExecutionRequestSchema,
+  GetExecutionResponseSchema,
+  ListExecutionsRequestSchema,
+  NodeExecutionSchema,
+  TriggerSchema,
+} from '../../src/gen/ldbox/workflows/v1/workflows_pb.js';
+import { ADMIN_TOKEN, gatewayFixture, hook, rpc } from '../gateway/harness.js';
 import { testClient } from '../nats/util.js';
 import { createFlow, getExecution, stackFixture, waitForFinish } from './harness.js';
 
@@ -143,4 +155,80 @@ t.test('__proto__, constructor and prototype are plain keys from body to input t
   t.same(Object.keys(stored.trigger.body), ['__proto__', 'constructor', 'prototype']);
   t.same(Object.keys(stored.nodes[0].output.input.whole), ['__proto__', 'constructor', 'prototype'], 'the recorded output keeps the key');
   t.same(stored.nodes[0].output.input.whole, JSON.parse(body));
+});
+
+/** The length-delimited fields numbered `no` in protobuf bytes. */
+function fieldsOf(bytes: Uint8Array, no: number): Uint8Array[] {
+  const r = new BinaryReader(bytes);
+  const out: Uint8Array[] = [];
+  while (r.pos < r.len) {
+    const [n, wireType] = r.tag();
+    if (wireType === WireType.LengthDelimited) {
+      const b = r.bytes();
+      if (n === no) out.push(b);
+    } else r.skip(wireType);
+  }
+  return out;
+}
+
+t.test('GetExecution and ListExecutions give __proto__, constructor and prototype back as own keys, in JSON and binary', async (t) => {
+  const s = await stackFixture(t);
+  const wf = await createFlow(s.base, [{ id: 'echo', code: 'return data.input', input: { whole: '{{trigger.output.body}}' } }]);
+  const body =
+    '{"__proto__":{"x":1,"__proto__":{"polluted":true}},"constructor":{"prototype":{"__proto__":"s"}},' +
+    '"prototype":{"p":2},"list":[{"__proto__":null},{"constructor":[1]}]}';
+  const r = await hook(s.base, wf.id, { body, query: '__proto__=q&constructor=k', headers: { 'content-type': 'application/json' } });
+  t.equal(r.status, 202, r.text);
+  const id = r.json.executionId;
+  t.equal((await waitForFinish(s.base, id)).status, 'EXECUTION_STATUS_SUCCEEDED');
+  const expected = JSON.stringify(JSON.parse(body));
+
+  const checkJson = (what: string, ex: any): void => {
+    t.equal(JSON.stringify(ex.trigger.body), expected, `${what}: the body with every key`);
+    t.same(Object.keys(ex.trigger.body), ['__proto__', 'constructor', 'prototype', 'list'], `${what}: own keys`);
+    t.equal(Object.getPrototypeOf(ex.trigger.body), Object.prototype, `${what}: no prototype set`);
+    t.equal(JSON.stringify(ex.trigger.query), '{"__proto__":"q","constructor":"k"}', `${what}: the query`);
+    t.equal(JSON.stringify(ex.nodes[0].output.whole), expected, `${what}: the node output`);
+  };
+  const got = await rpc(s.base, 'GetExecution', { id });
+  t.equal(got.status, 200, got.text);
+  checkJson('GetExecution', got.json.execution);
+  t.notMatch(got.text, /__proto__[0-9a-f]{32}/, 'no stand-in key leaks');
+  const list = await rpc(s.base, 'ListExecutions', { workflowId: wf.id });
+  t.equal(list.status, 200, list.text);
+  checkJson('ListExecutions', list.json.executions[0]);
+
+  // Connect binary: the bytes, read as entries (every key kept), and protobuf-es's own reading of them.
+  const proto = async (method: string, bytes: Uint8Array): Promise<Uint8Array> => {
+    const res = await fetch(`${s.base}/ldbox.workflows.v1.WorkflowService/${method}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/proto', authorization: `Bearer ${ADMIN_TOKEN}` },
+      body: new Uint8Array(bytes),
+    });
+    t.equal(res.status, 200, `${method} over application/proto`);
+    return new Uint8Array(await res.arrayBuffer());
+  };
+  const asJson = (entries: Uint8Array, kind: 'struct' | 'value'): string =>
+    JSON.stringify(
+      valueEntriesToJson(
+        kind === 'value' ? fromBinary(ValueEntriesSchema, entries) : create(ValueEntriesSchema, { kind: { case: 'structValue', value: fromBinary(StructEntriesSchema, entries) } }),
+      ),
+    );
+  const checkBinary = (what: string, execution: Uint8Array): void => {
+    const trigger = fieldsOf(execution, ExecutionSchema.field.trigger!.number)[0]!;
+    t.equal(asJson(fieldsOf(trigger, TriggerSchema.field.body!.number)[0]!, 'struct'), expected, `${what} (binary): the body with every key`);
+    t.equal(asJson(fieldsOf(trigger, TriggerSchema.field.query!.number)[0]!, 'struct'), '{"__proto__":"q","constructor":"k"}', `${what} (binary): the query`);
+    const node = fieldsOf(execution, ExecutionSchema.field.nodes!.number)[0]!;
+    t.equal(asJson(fieldsOf(node, NodeExecutionSchema.field.output!.number)[0]!, 'value'), `{"whole":${expected}}`, `${what} (binary): the node output`);
+  };
+  const getBytes = await proto('GetExecution', toBinary(GetExecutionRequestSchema, create(GetExecutionRequestSchema, { id })));
+  checkBinary('GetExecution', fieldsOf(getBytes, 1)[0]!);
+  const decoded = fromBinary(GetExecutionResponseSchema, getBytes);
+  t.same(decoded.execution!.trigger!.body!.prototype, { p: 2 }, 'a protobuf client reads the rest as before');
+  const listBytes = await proto('ListExecutions', toBinary(ListExecutionsRequestSchema, create(ListExecutionsRequestSchema, { workflowId: wf.id })));
+  checkBinary('ListExecutions', fieldsOf(listBytes, 1)[0]!);
+
+  const probe: Record<string, unknown> = {};
+  t.equal(probe.polluted, undefined, 'Object.prototype untouched');
+  t.equal(probe.x, undefined, 'Object.prototype untouched');
 });

@@ -68,6 +68,44 @@ t.test('gateway transport limits', async (t) => {
     req.destroy();
   });
 
+  t.test('twenty whole gzip bombs without the admin token at once: each 401, the gateway\'s memory bounded', async (t) => {
+    // Each 60 MiB of JSON as ~60 KiB of gzip (under the 64 KiB read before an unauthenticated connection
+    // is closed). Decompressed and parsed before the token check, twenty took a gateway from 418 MB to 2 GB.
+    const bomb = gzipSync(Buffer.alloc(60 * 1024 * 1024, 'a'));
+    // The gateway runs in this process: its resident set is this process's.
+    const before = process.memoryUsage().rss;
+    let peak = before;
+    const sample = () => (peak = Math.max(peak, process.memoryUsage().rss));
+    const send = () =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = http.request(`${base}/ldbox.workflows.v1.WorkflowService/CreateWorkflow`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': String(bomb.length) },
+        });
+        req.on('error', reject);
+        req.on('response', (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => {
+            body += d;
+            sample();
+          });
+          res.on('end', () => resolve({ status: res.statusCode!, body }));
+        });
+        req.end(bomb);
+      });
+    const answers = await Promise.all(Array.from({ length: 20 }, send));
+    sample();
+    t.same(
+      answers.map((a) => [a.status, JSON.parse(a.body).code]),
+      Array.from({ length: 20 }, () => [401, 'unauthenticated']),
+      'each one: 401 unauthenticated',
+    );
+    t.ok(peak - before < 150 * 1024 * 1024, `RSS ${(before / 2 ** 20).toFixed(0)} MB → at most ${(peak / 2 ** 20).toFixed(0)} MB`);
+    const health = await fetch(`${base}/healthz`);
+    t.equal(health.status, 200, 'health answers');
+  });
+
   t.test('fetch without the token: 401 with the Connect error', async (t) => {
     const r = await fetch(`${base}/ldbox.workflows.v1.WorkflowService/ListWorkflows`, {
       method: 'POST',
@@ -78,7 +116,8 @@ t.test('gateway transport limits', async (t) => {
   });
 
   t.test("Node's fetch sees the 413 of an oversized webhook, not EPIPE", async (t) => {
-    const sized = await fetch(`${base}${hookPath}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"x":"${'a'.repeat(3.5 * LIMIT)}"}` });
+    // 20 MiB, twenty times the limit: far more than socket buffers hold while the answer is on its way.
+    const sized = await fetch(`${base}${hookPath}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"x":"${'a'.repeat(20 * LIMIT)}"}` });
     t.equal(sized.status, 413, 'declared length over the limit');
     t.equal(((await sized.json()) as { error: { code: string } }).error.code, 'payload_too_large');
     const chunk = new TextEncoder().encode('a'.repeat(16 * 1024));
@@ -88,7 +127,7 @@ t.test('gateway transport limits', async (t) => {
       async pull(controller) {
         await new Promise((resolve) => setImmediate(resolve));
         if (n++ === 0) controller.enqueue(new TextEncoder().encode('{"x":"'));
-        else if (n < 3.5 * (LIMIT / chunk.length)) controller.enqueue(chunk);
+        else if (n < 20 * (LIMIT / chunk.length)) controller.enqueue(chunk);
         else {
           controller.enqueue(new TextEncoder().encode('"}'));
           controller.close();

@@ -2,13 +2,16 @@
  * Encryption at rest of node `auth` (src/store/workflow-codec.ts, src/crypto/secret-box.ts) against a real
  * nats-server, gateway, executor and runner: nothing of the secret in the KV entry or in nats-server's files,
  * the node still sees it, a wrong key is refused naming the key id, rotation with `ldbox reencrypt`, plaintext
- * records of earlier versions, and values tampered with or moved to another node.
+ * records of earlier versions, values tampered with or moved to another node, and ListWorkflows with one
+ * workflow sealed with a key that is gone.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
+import { pino } from 'pino';
 import t, { type Test } from 'tap';
 import { startGateway } from '../../gateway/index.js';
 import { dataKey, KeyRing } from '../../src/crypto/secret-box.js';
@@ -233,4 +236,53 @@ t.test('a sealed value tampered with, or moved to another node or workflow, is r
   t.equal(ex.error, authentic('n1', wfOther.id), 'the execution fails naming the key id');
   const g = await rpc(s.base, 'GetWorkflow', { id: wfOther.id });
   t.same(g.json, { code: 'failed_precondition', message: authentic('n1', wfOther.id) });
+});
+
+t.test('ListWorkflows lists a workflow sealed with a key rotated away, marked unreadable, and the others as usual', async (t) => {
+  const s = await stackFixture(t, { noExecutor: true });
+  const sealedWithA = await createFlow(s.base, [SEES_SECRET]);
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      lines.push(...String(chunk).split('\n').filter(Boolean));
+      cb();
+    },
+  });
+  // A gateway that has only key B, as after a rotation whose old key was dropped too early.
+  const other = await startGateway({ ...s.config, port: 0, dataKeys: new KeyRing(KEY_B) }, pino({ level: 'info' }, sink), {
+    nats: { reconnectTimeWaitMs: 100, reconnectJitterMs: 50 },
+  });
+  t.teardown(() => other.close(2000));
+  await waitFor(() => other.ready(), 15_000, 'second gateway ready');
+  const base = `http://127.0.0.1:${other.port}`;
+  const readable = [await createFlow(base, [SEES_SECRET]), await createFlow(base, [{ id: 'plain', code: 'return 1' }])];
+  const expected = `workflow ${sealedWithA.id} node "n1": the stored secret is sealed with data key ${KEY_A.id}, which is not configured (LDBOX_DATA_KEY or LDBOX_DATA_KEY_OLD)`;
+
+  const list = await rpc(base, 'ListWorkflows', {});
+  t.equal(list.status, 200, list.text);
+  const byId = new Map<string, any>(list.json.workflows.map((w: any) => [w.id, w]));
+  t.same([...byId.keys()].sort(), [sealedWithA.id, ...readable.map((w) => w.id)].sort(), 'every workflow is listed');
+  const broken = byId.get(sealedWithA.id);
+  t.equal(broken.unreadable, expected, 'the unreadable one says why, naming the node and the key id');
+  t.equal(broken.name, sealedWithA.name, 'with its other fields');
+  t.equal(broken.nodes[0].code, SEES_SECRET.code);
+  t.notOk('auth' in broken.nodes[0], 'without auth');
+  for (const w of readable) {
+    t.notOk('unreadable' in byId.get(w.id), `${w.id} is readable`);
+    t.same(byId.get(w.id).nodes[0].auth, w.nodes[0].auth, `${w.id} shows its auth redacted as usual`);
+  }
+  const filtered = await rpc(base, 'ListWorkflows', { workspace: sealedWithA.workspace, pageSize: 1 });
+  t.equal(filtered.status, 200, 'pages too');
+
+  const got = await rpc(base, 'GetWorkflow', { id: sealedWithA.id });
+  t.equal(got.status, 400);
+  t.same(got.json, { code: 'failed_precondition', message: expected });
+
+  const warned = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'listed a workflow whose stored secrets cannot be opened');
+  t.ok(warned.length > 0, 'a warning is logged');
+  t.equal(warned[0].level, 40, 'at warn level');
+  t.equal(warned[0].workflowId, sealedWithA.id, 'naming the workflow');
+  t.equal(warned[0].keyId, KEY_A.id, 'and the key id');
+  const everything = lines.join('\n') + list.text + got.text;
+  for (const f of [...FORMS, TEST_DATA_KEY, TEST_DATA_KEY_B]) t.notOk(everything.includes(f), 'no secret or key material in logs or answers');
 });
