@@ -10,9 +10,9 @@
  * served. Every call needs `Authorization: Bearer $LDBOX_ADMIN_TOKEN` (compared over SHA-256 digests in
  * constant time) → otherwise UNAUTHENTICATED (HTTP 401).
  *
- * One error per failure (STYLE.md): WorkflowValidationError → INVALID_ARGUMENT with its message; unknown
- * id → NOT_FOUND; NATS not reachable → UNAVAILABLE; a compare-and-set lost 5 times → ABORTED; anything
- * else → INTERNAL "internal error" (the cause is logged, never sent).
+ * One error per failure (STYLE.md): unknown id → NOT_FOUND, bad paging or budget → INVALID_ARGUMENT, thrown
+ * here as ConnectErrors; everything else through the table in control-plane-errors.ts (WorkflowValidationError
+ * → INVALID_ARGUMENT, NATS not reachable → UNAVAILABLE, anything else → INTERNAL "internal error", …).
  *
  * Read-your-writes: a call that changes a workflow returns once this gateway's workflow cache shows the
  * change (at most {@link CACHE_WAIT_MS}), so a webhook sent right after CreateWorkflow is not a 404.
@@ -37,14 +37,12 @@ import {
   WorkspaceService,
 } from '../src/gen/ldbox/workflows/v1/workflows_pb.js';
 import type { Logger } from '../src/logging/logger.js';
-import { NatsUnavailableError } from '../src/nats/connect.js';
+import { controlPlaneConnectError } from './control-plane-errors.js';
 import type { KvCache } from '../src/nats/kv-cache.js';
-import { isSecretUnavailable, isStoreConflict, isStoreUnavailable } from '../src/store/store-errors.js';
 import { type ExecutionEncoding, type ExecutionRepository, toProtoExecution } from '../src/store/execution-repository.js';
 import { keepProtoKeysTextEncoder } from '../src/json/proto-keys.js';
 import type { WorkflowRepository } from '../src/store/workflow-repository.js';
 import { toProtoWorkspace, type WorkspaceRepository } from '../src/store/workspace-repository.js';
-import { isWorkflowValidationError } from '../src/workflows/validation-error.js';
 import { rotateWebhookSecret, setWebhookAuthMethod } from '../src/workflows/webhook-secret.js';
 import {
   authMethodFromProto,
@@ -140,7 +138,7 @@ export function registerControlPlane(router: ConnectRouter, deps: ControlPlaneDe
       try {
         return await f(req, ctx);
       } catch (err) {
-        throw toConnectError(err, method, deps.log);
+        throw controlPlaneConnectError(err, method, deps.log);
       }
     };
   const toProto = (record: WorkflowRecord, secret?: string) => toProtoWorkflow(record, { baseUrl: deps.config.baseUrl, now: now(), secret });
@@ -278,23 +276,6 @@ export function controlPlaneJsonOptions(): { ignoreUnknownFields: boolean } {
 
 function notFound(message: string): ConnectError {
   return new ConnectError(message, Code.NotFound);
-}
-
-/** The one mapping of failures to Connect codes (see the module comment). */
-export function toConnectError(err: unknown, method: string, log: Logger): ConnectError {
-  if (err instanceof ConnectError) return err;
-  if (isWorkflowValidationError(err)) return new ConnectError(err.message, Code.InvalidArgument, undefined, undefined, err);
-  if (isStoreUnavailable(err) || err instanceof NatsUnavailableError) {
-    log.warn({ method, err: (err as Error).message }, 'control plane call failed: NATS unavailable');
-    return new ConnectError('NATS is not reachable: try again shortly', Code.Unavailable, undefined, undefined, err);
-  }
-  if (isStoreConflict(err)) return new ConnectError(err.message, Code.Aborted, undefined, undefined, err);
-  if (isSecretUnavailable(err)) {
-    log.error({ method, keyId: err.keyId, err: err.message }, 'a stored secret cannot be opened');
-    return new ConnectError(err.message, Code.FailedPrecondition, undefined, undefined, err);
-  }
-  log.error({ method, err }, 'control plane call failed');
-  return new ConnectError('internal error', Code.Internal, undefined, undefined, err);
 }
 
 /** Resolves once `cache.get(id)` satisfies `ok`, or after {@link CACHE_WAIT_MS}. */

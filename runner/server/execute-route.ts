@@ -6,7 +6,7 @@ import type { RunnerPool } from '../pool/index.js';
 import type { WireEncoding } from '../wire/execute-response.js';
 import { UNAUTHENTICATED_MESSAGE, type TokenCheck } from './bearer-auth.js';
 import type { ParsedTimeout } from './call-deadline.js';
-import { statusOfPoolError } from './pool-error-status.js';
+import { runnerCallStatus } from './runner-errors.js';
 import { type ExecuteOutcome, outcomeOfCode, type RunnerMetrics } from './runner-metrics.js';
 import type { UnaryCall } from './unary-call.js';
 
@@ -37,7 +37,7 @@ const DEADLINE_MESSAGE = 'the operation timed out';
  * the response come back and are written as they are. Same contract as connect-node's Execute
  * (runner-service.ts): the token before the body is read, `grpc-timeout`/`connect-timeout-ms` as the
  * call's deadline, a client that goes away cancels the call in the pool, one status per failure
- * (pool-error-status.ts), and one metrics sample per call.
+ * (runner-errors.ts), and one metrics sample per call.
  */
 export function createExecuteRoute(options: ExecuteRouteOptions): (call: UnaryCall, headers: IncomingHttpHeaders, form: ExecuteWireForm) => void {
   const { pool, config, metrics, log, tokenCheck } = options;
@@ -92,7 +92,7 @@ export function createExecuteRoute(options: ExecuteRouteOptions): (call: UnaryCa
             observe(reply.outcome);
           })
           .catch((err: unknown) => {
-            const { code, message } = statusOfPoolError(err, undefined, log);
+            const { code, message } = runnerCallStatus(err, undefined, log);
             fail(code, message);
           })
           .finally(() => clearTimeout(deadlineTimer));

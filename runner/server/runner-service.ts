@@ -1,16 +1,16 @@
 import { create } from '@bufbuild/protobuf';
-import { Code, ConnectError, type ConnectRouter, type HandlerContext } from '@connectrpc/connect';
+import type { ConnectRouter } from '@connectrpc/connect';
 import type { RunnerConfig } from '../../src/config/runner-config.js';
 import type { Logger } from '../../src/logging/logger.js';
 import { GetPoolStatusResponseSchema, RunnerService } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
-import { PoolCancelledError, type RunnerPool } from '../pool/index.js';
-import { statusOfPoolError } from './pool-error-status.js';
-import { isInvalidRequest, toSandboxRequest } from '../wire/execute-request.js';
+import type { RunnerPool } from '../pool/index.js';
+import { runnerConnectError } from './runner-errors.js';
+import { toSandboxRequest } from '../wire/execute-request.js';
 import { toExecuteResponse } from '../wire/execute-response.js';
 
 /**
  * `ldbox.runner.v1.RunnerService` as connect-node serves it. User-code failures are normal responses;
- * gRPC codes are for the call's own faults, one code per failure (see runner.proto).
+ * gRPC codes are for the call's own faults, one code per failure: the table in runner-errors.ts.
  *
  * Execute here is the path for what the runner's own routes (execute-route.ts) leave to connect-node:
  * gRPC-Web, gRPC+JSON and compressed requests. It hands the pool a decoded request (an object graph);
@@ -24,8 +24,7 @@ export function registerRunnerService(router: ConnectRouter, pool: RunnerPool, c
       try {
         ({ request } = toSandboxRequest(req, config, ctx.timeoutMs()));
       } catch (err) {
-        if (isInvalidRequest(err)) throw new ConnectError(err.message, Code.InvalidArgument);
-        throw err;
+        throw runnerConnectError(err, ctx, undefined, log);
       }
       try {
         const { outcome, queueTimeMs } = await pool.execute(request, ctx.signal);
@@ -34,7 +33,7 @@ export function registerRunnerService(router: ConnectRouter, pool: RunnerPool, c
         }
         return toExecuteResponse(outcome, queueTimeMs);
       } catch (err) {
-        throw toConnectError(err, ctx, request.requestId, log);
+        throw runnerConnectError(err, ctx, request.requestId, log);
       }
     },
     getPoolStatus() {
@@ -52,11 +51,4 @@ export function registerRunnerService(router: ConnectRouter, pool: RunnerPool, c
       });
     },
   });
-}
-
-function toConnectError(err: unknown, ctx: HandlerContext, requestId: string, log: Logger): ConnectError {
-  // The handler's signal carries why a call was cancelled: the client's deadline or its cancellation.
-  if (err instanceof PoolCancelledError && ctx.signal.reason instanceof ConnectError) return ctx.signal.reason;
-  const { code, message } = statusOfPoolError(err, requestId, log);
-  return new ConnectError(message, code, undefined, undefined, err);
 }

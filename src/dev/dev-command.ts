@@ -29,8 +29,9 @@ import { startExecutor } from '../executor/index.js';
 import { createLogger } from '../logging/logger.js';
 import { startGateway } from '../../gateway/index.js';
 import { startRunnerServer } from '../../runner/server/runner-server.js';
-import { anyFreePort, portIsFree } from '../net/local-ports.js';
-import { findNatsServer, type LocalNats, startLocalNats } from './local-nats.js';
+import { findNatsServerBinary } from '../nats/nats-server-binary.js';
+import { portIsFree } from '../net/local-ports.js';
+import { type LocalNats, startLocalNats } from './local-nats.js';
 
 export interface DevIo {
   stdout(s: string): void;
@@ -66,17 +67,20 @@ export async function runDev(env: Env, io: DevIo, stop: Promise<void>): Promise<
     if (natsUrl === '') {
       let bin: string;
       try {
-        bin = await findNatsServer();
+        bin = await findNatsServerBinary();
       } catch (err) {
         io.stderr(`ldbox dev needs nats-server: ${(err as Error).message}\n(or point NATS_URL at a running nats-server with JetStream)\n`);
         return 1;
       }
-      const port = await natsPort(devConfig, io);
+      const port = await natsPort(devConfig);
       const ignored = NATS_AUTH_SETTINGS.filter((n) => (env[n] ?? '') !== '');
       if (ignored.length > 0) io.stderr(`${ignored.join(', ')} ignored: NATS credentials and TLS settings are for the server in NATS_URL; the local nats-server uses its generated password\n`);
       const password = keptToken(join(dataDir, 'nats-password'));
       nats = await startLocalNats(bin, join(dataDir, 'nats'), port, { user: LOCAL_NATS_USER, password });
       cleanups.push(() => nats!.stop());
+      if (port === -1 && devConfig.natsPort !== 0) {
+        io.stderr(`port ${devConfig.natsPort} is in use (another NATS?): the local nats-server takes port ${nats.port}\n`);
+      }
       natsSettings = nats.settings;
     }
 
@@ -157,13 +161,14 @@ function keptDataKey(file: string): string {
   return file;
 }
 
-/** LDBOX_NATS_PORT, or 4222, or any free port when 4222 is taken and no port was asked for. */
-async function natsPort(config: DevConfig, io: DevIo): Promise<number> {
+/**
+ * LDBOX_NATS_PORT, or 4222, or -1 (the server picks a free port) when 4222 is taken and no port was asked
+ * for, or when 0 was.
+ */
+async function natsPort(config: DevConfig): Promise<number> {
   const port = config.natsPort;
-  if (port === 0) return anyFreePort();
+  if (port === 0) return -1;
   if (await portIsFree(port)) return port;
   if (config.natsPortAsked) throw new Error(`LDBOX_NATS_PORT ${port} is in use`);
-  const other = await anyFreePort();
-  io.stderr(`port ${port} is in use (another NATS?): the local nats-server takes port ${other}\n`);
-  return other;
+  return -1;
 }

@@ -1,6 +1,6 @@
 /**
  * Loopback ports: picking a free one, checking one, and whether a nats-server answers on one (it sends an
- * `INFO` line first on every connection). Used by `ldbox dev`, and by the tests' and benchmarks' servers.
+ * `INFO` line first on every connection). Used by `ldbox dev`, the nats-server launcher and tests.
  */
 import { connect as netConnect, createServer } from 'node:net';
 

@@ -63,7 +63,9 @@ export interface SignedRequest {
 }
 
 /** A request that cannot be signed as given; its message names the problem, never a value. */
-export class SigV4InputError extends Error {}
+export class SigV4InputError extends Error {
+  override readonly name = 'SigV4InputError';
+}
 
 /** Services that sign the path as sent (no normalisation, single encoding): S3 and its variants. */
 const S3_FAMILY = new Set(['s3', 's3-object-lambda', 's3-outposts', 's3express']);

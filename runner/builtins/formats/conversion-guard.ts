@@ -44,7 +44,9 @@ export const MiB = 1024 * 1024;
  * functions with the spec's `{base64, success}` shape report it as `success: false`, the others
  * throw it as a guest Error. The message is shown to the user as is.
  */
-export class ConversionInputError extends Error {}
+export class ConversionInputError extends Error {
+  override readonly name = 'ConversionInputError';
+}
 
 /**
  * Stops a conversion that ran past its call's deadline or whose call was cancelled. Conversions are

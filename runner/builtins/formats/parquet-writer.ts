@@ -3,7 +3,9 @@ import { discardParquetWasm, parquetWasmLib } from './format-libs.js';
 import { type CompressionName, writerProperties } from './parquet-codecs.js';
 
 /** parquet-wasm refused or failed to write; the message is parquet-wasm's, cut to a readable length. */
-export class ParquetWriteError extends Error {}
+export class ParquetWriteError extends Error {
+  override readonly name = 'ParquetWriteError';
+}
 
 /**
  * Writes an Arrow IPC *stream* as a Parquet file with parquet-wasm. The stream must be well formed:

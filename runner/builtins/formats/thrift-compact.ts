@@ -19,7 +19,9 @@ export const T_SET = 10;
 export const T_MAP = 11;
 export const T_STRUCT = 12;
 
-export class ThriftError extends Error {}
+export class ThriftError extends Error {
+  override readonly name = 'ThriftError';
+}
 
 /** A field as read: its id, compact type, and the span of its value bytes in `src`. */
 export interface RawField {

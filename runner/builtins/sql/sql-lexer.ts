@@ -181,6 +181,7 @@ const DOLLAR_TAG = /\$(?:[A-Za-z_\u0080-\uffff][\w\u0080-\uffff]*)?\$/y;
 const WHITESPACE = /\s+/y;
 
 class Unterminated extends Error {
+  override readonly name = 'Unterminated';
   constructor(readonly reason: LexFailure) {
     super(reason);
   }

@@ -98,8 +98,12 @@ export type ParseOutcome =
   | { kind: 'gave-up'; steps: number }
   | { kind: 'timeout'; steps: number };
 
-class OverBudget extends Error {}
-class PastDeadline extends Error {}
+class OverBudget extends Error {
+  override readonly name = 'OverBudget';
+}
+class PastDeadline extends Error {
+  override readonly name = 'PastDeadline';
+}
 
 /**
  * The query text as node-sql-parser's generated parser sees it: a String object whose reads count
