@@ -1,6 +1,6 @@
 /**
- * Places calls on the workers' call lanes (call-lane.ts), with a bounded FIFO queue for calls that find
- * every lane full.
+ * Places calls on the workers' call lanes (call-lane.ts), with a FIFO queue for calls that find every
+ * lane full (bounded by the pool, runner-pool.ts).
  *
  * A lane holds up to `laneDepth` calls: the `sandboxes` its worker runs at once and more waiting in the
  * worker. Keeping the workers supplied ahead is what lets three threads (this one and two workers) share
@@ -14,7 +14,6 @@
 import type { MessagePort } from 'node:worker_threads';
 import { isCancelledWhileQueued, markPlaced } from './cancel-flag.js';
 import { CallLane, type PlacedCall, WorkerLostError } from './call-lane.js';
-import { PoolFullError } from './pool-errors.js';
 import { type ActivityBoard, BLOCKED_AFTER_MS, chooseWorker } from './worker-activity.js';
 import type { WorkerReply, WorkerTask } from './worker-task.js';
 
@@ -26,8 +25,6 @@ export interface DispatcherOptions {
   sandboxes: number;
   /** Calls placed on one worker at most: its sandboxes and those waiting in it. */
   laneDepth: number;
-  /** Calls waiting here for room on a lane; beyond it PoolFullError. */
-  maxQueue: number;
 }
 
 export class CallDispatcher {
@@ -63,17 +60,13 @@ export class CallDispatcher {
   }
 
   /**
-   * Runs a task on a worker. `transfer`, if given, is moved with it. Rejects with PoolFullError when
-   * the queue is full, WorkerLostError when the worker went away before answering.
+   * Runs a task on a worker. `transfer`, if given, is moved with it. Rejects with WorkerLostError when
+   * the worker went away before answering.
    */
   run(task: WorkerTask, transfer?: ArrayBuffer): Promise<WorkerReply> {
     return new Promise((resolve, reject) => {
       const call: PlacedCall = { task, transfer, resolve, reject };
       if (this.queued === 0 && this.place(call)) return;
-      if (this.queued >= this.options.maxQueue) {
-        reject(new PoolFullError(`the runner's queue is full (${this.options.maxQueue} calls waiting): retry later`));
-        return;
-      }
       this.queue.push(call);
     });
   }

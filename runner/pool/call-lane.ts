@@ -12,7 +12,8 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { isStarted, reclaim } from './cancel-flag.js';
-import type { LaneBatch, LaneReplies, LaneTask, WorkerReply, WorkerTask } from './worker-task.js';
+import { type LaneBatchMessage, type LaneRepliesMessage, packCalls, packsCall, unpackAnswers } from './lane-codec.js';
+import type { WireTask, WorkerReply, WorkerTask } from './worker-task.js';
 
 /** The worker went away (crashed, was stopped, or the pool closed) before answering the call. */
 export class WorkerLostError extends Error {
@@ -33,8 +34,8 @@ export class CallLane {
   inFlight = 0;
   closed = false;
   private readonly pending = new Map<number, PlacedCall>();
-  private outbox: LaneTask[] = [];
-  private transfers: ArrayBuffer[] = [];
+  private outbox: PlacedCall[] = [];
+  private outboxPlacements: number[] = [];
   private flushScheduled = false;
 
   constructor(
@@ -44,7 +45,7 @@ export class CallLane {
     /** Called after a batch of replies was handed out: the lane has room again. */
     private readonly onRoom: () => void,
   ) {
-    port.on('message', (replies: LaneReplies) => this.answer(replies));
+    port.on('message', (replies: LaneRepliesMessage) => this.answer(replies));
     port.on('close', () => this.close());
     // An idle lane does not keep the process alive (the RPC server does, or nothing should).
     port.unref();
@@ -56,11 +57,10 @@ export class CallLane {
    */
   send(call: PlacedCall, placement: number): void {
     if (this.closed) return call.reject(new WorkerLostError('the worker is gone'));
-    const id = placement;
-    this.outbox.push({ id, task: call.task });
-    if (call.transfer) this.transfers.push(call.transfer);
+    this.outbox.push(call);
+    this.outboxPlacements.push(placement);
     if (this.inFlight++ === 0) this.port.ref();
-    this.pending.set(id, call);
+    this.pending.set(placement, call);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(this.flush);
@@ -95,7 +95,7 @@ export class CallLane {
     const lost = [...this.pending.values()];
     this.pending.clear();
     this.outbox = [];
-    this.transfers = [];
+    this.outboxPlacements = [];
     this.inFlight = 0;
     for (const call of lost) call.reject(new WorkerLostError('the worker went away during the call'));
   }
@@ -103,21 +103,41 @@ export class CallLane {
   private readonly flush = (): void => {
     this.flushScheduled = false;
     if (this.closed || this.outbox.length === 0) return;
-    const batch: LaneBatch = this.outbox;
-    const transfers = this.transfers;
+    const packed: { placement: number; task: WireTask }[] = [];
+    const message: LaneBatchMessage = { packed: undefined, others: [] };
+    const transfers: ArrayBuffer[] = [];
+    this.outbox.forEach((call, i) => {
+      const placement = this.outboxPlacements[i]!;
+      // A call taken back before it was sent is not sent (its flag no longer names this placement).
+      if (!this.pending.has(placement)) return;
+      if (packsCall(call.task, call.transfer)) {
+        packed.push({ placement, task: call.task });
+        return;
+      }
+      const { cancelFlag: _flag, ...task } = call.task;
+      message.others.push({ placement, task });
+      if (call.transfer) transfers.push(call.transfer);
+    });
     this.outbox = [];
-    this.transfers = [];
-    this.port.postMessage(batch, transfers);
+    this.outboxPlacements = [];
+    if (packed.length > 0) {
+      message.packed = packCalls(packed);
+      transfers.push(message.packed);
+    }
+    this.port.postMessage(message, transfers);
   };
 
-  private answer(replies: LaneReplies): void {
-    for (const { id, reply } of replies) {
-      const call = this.pending.get(id);
-      if (!call) continue;
-      this.pending.delete(id);
-      if (--this.inFlight === 0) this.port.unref();
-      call.resolve(reply);
-    }
+  private answer(replies: LaneRepliesMessage): void {
+    if (replies.packed) unpackAnswers(replies.packed, this.settle);
+    for (const { placement, reply } of replies.others) this.settle(placement, reply);
     this.onRoom();
   }
+
+  private readonly settle = (placement: number, reply: WorkerReply): void => {
+    const call = this.pending.get(placement);
+    if (!call) return;
+    this.pending.delete(placement);
+    if (--this.inFlight === 0) this.port.unref();
+    call.resolve(reply);
+  };
 }

@@ -37,28 +37,27 @@ const REQUEST_ID_MAX = 128;
 const HOST_WORK = (REQUEST_ID_AT + REQUEST_ID_MAX) / 4;
 const CODE_HASH = HOST_WORK + 1;
 
-export function createCancelFlag(): Int32Array {
-  return new Int32Array(new SharedArrayBuffer((CODE_HASH + 1) * 4));
-}
+/** The bytes one flag takes (see flag-table.ts). */
+export const FLAG_BYTES = (CODE_HASH + 1) * 4;
 
 /** Worker: records the call's time limit, request id and code hash once the request is decoded. */
 export function describeTask(flag: Int32Array, timeoutMs: number, requestId: string, codeHash: number): void {
   Atomics.store(flag, CODE_HASH, codeHash);
-  new Float64Array(flag.buffer, 16, 1)[0] = timeoutMs;
-  const bytes = new Uint8Array(flag.buffer, REQUEST_ID_AT, REQUEST_ID_MAX);
+  new Float64Array(flag.buffer, flag.byteOffset + 16, 1)[0] = timeoutMs;
+  const bytes = new Uint8Array(flag.buffer, flag.byteOffset + REQUEST_ID_AT, REQUEST_ID_MAX);
   const { written } = utf8Encoder.encodeInto(requestId.slice(0, REQUEST_ID_MAX), bytes);
   Atomics.store(flag, 6, written);
 }
 
 /** The call's time limit in ms, 0 until the worker has decoded the request. */
 export function timeLimitOf(flag: Int32Array): number {
-  return new Float64Array(flag.buffer, 16, 1)[0]!;
+  return new Float64Array(flag.buffer, flag.byteOffset + 16, 1)[0]!;
 }
 
 /** The call's request id, '' until the worker has decoded the request. */
 export function requestIdOf(flag: Int32Array): string {
   const length = Atomics.load(flag, 6);
-  return utf8Decoder.decode(new Uint8Array(flag.buffer, REQUEST_ID_AT, length).slice());
+  return utf8Decoder.decode(new Uint8Array(flag.buffer, flag.byteOffset + REQUEST_ID_AT, length).slice());
 }
 
 /** Whether the call has started host work (then it is not run again after losing its worker). */
@@ -78,7 +77,7 @@ export function runningOn(flag: Int32Array): number {
 
 /** When the worker started the task (epoch ms), 0 before that. */
 export function startedAt(flag: Int32Array): number {
-  return new Float64Array(flag.buffer, 8, 1)[0]!;
+  return new Float64Array(flag.buffer, flag.byteOffset + 8, 1)[0]!;
 }
 
 /** True when the call was cancelled before any worker took it. */
@@ -126,7 +125,7 @@ export interface StartedTask {
 export function startTask(flag: Int32Array, placement: number, threadId: number): StartedTask | 'cancelled' | 'elsewhere' {
   const was = Atomics.compareExchange(flag, 0, -placement, RUNNING);
   if (was !== -placement) return was === CANCELLED ? 'cancelled' : 'elsewhere';
-  new Float64Array(flag.buffer, 8, 1)[0] = performance.timeOrigin + performance.now();
+  new Float64Array(flag.buffer, flag.byteOffset + 8, 1)[0] = performance.timeOrigin + performance.now();
   Atomics.store(flag, 1, threadId);
   // The signal (an AbortController and a waiter on the flag) is made only when asked for: a call that
   // never waits for host work is stopped through isCancelled alone, and most calls never wait.

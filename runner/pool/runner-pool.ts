@@ -5,7 +5,6 @@ import { encodeExecuteResponse, type WireEncoding } from '../wire/execute-respon
 import {
   codeHashOf,
   startedHostWork,
-  createCancelFlag,
   isStarted,
   requestCancel,
   requestIdOf,
@@ -16,6 +15,7 @@ import {
 import { LatencyWindow } from './latency-window.js';
 import { ActivityBoard, createActivityBoardMemory } from './worker-activity.js';
 import { CallDispatcher } from './call-dispatcher.js';
+import { createFlagTableMemory, FlagTable } from './flag-table.js';
 import { WorkerLostError } from './call-lane.js';
 import { PoolCancelledError, PoolClosedError, PoolFullError, PoolInternalError, PoolUnavailableError } from './pool-errors.js';
 import { createPenaltyTableMemory, PenaltyTable } from './hard-stop-penalty.js';
@@ -124,9 +124,15 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
   const board = new ActivityBoard(activity);
   const penaltyMemory = createPenaltyTableMemory();
   const penalties = new PenaltyTable(penaltyMemory);
+  const laneDepth = config.concurrentPerWorker + CALLS_AHEAD_PER_WORKER;
+  // Every call alive holds a slot: those queued, those placed on a lane, and a margin for lanes of
+  // workers being replaced.
+  const flagMemory = createFlagTableMemory(config.maxQueue + 2 * config.size * laneDepth + 64);
+  const flagTable = new FlagTable(flagMemory);
   const setup: WorkerSetup = {
     activity,
     penalties: penaltyMemory,
+    flags: flagMemory,
     limits: {
       maxResultBytes: config.maxResultBytes,
       maxLogEntries: config.maxLogEntries,
@@ -158,8 +164,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
   };
   const dispatcher = new CallDispatcher(board, {
     sandboxes: config.concurrentPerWorker,
-    laneDepth: config.concurrentPerWorker + CALLS_AHEAD_PER_WORKER,
-    maxQueue: config.maxQueue,
+    laneDepth,
   });
   const piscina = new Piscina<WorkerTask, WorkerReply>({
     filename: new URL('./worker.js', import.meta.url).href,
@@ -226,7 +231,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
    * UNAVAILABLE: the caller may retry if the call's effects allow.
    */
   async function runTask(
-    build: (cancelFlag: Int32Array, submittedAt: number) => WorkerTask,
+    build: (slot: number, cancelFlag: Int32Array, submittedAt: number) => WorkerTask,
     timeoutMs: number,
     signal: AbortSignal | undefined,
     transfer?: ArrayBuffer,
@@ -234,15 +239,25 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
     if (closing) throw new PoolClosedError('the runner is shutting down');
     if (signal?.aborted) throw new PoolCancelledError('the call was cancelled before it started');
     const started = performance.now();
+    // As many calls as the workers run at once, and maxQueue more waiting (here or inside a worker).
+    if (inFlight.size >= config.maxQueue + config.size * config.concurrentPerWorker) {
+      failed++;
+      throw new PoolFullError(`the runner's queue is full (${config.maxQueue} calls waiting): retry later`);
+    }
     for (let attempt = 1; ; attempt++) {
-      const cancelFlag = createCancelFlag();
+      const taken = flagTable.take();
+      if (!taken) {
+        failed++;
+        throw new PoolFullError(`the runner's queue is full (${config.maxQueue} calls waiting): retry later`);
+      }
+      const { slot, flag: cancelFlag } = taken;
       const onAbort = () => requestCancel(cancelFlag);
       signal?.addEventListener('abort', onAbort, { once: true });
       const entry = { timeoutMs, hardStopped: false };
       inFlight.set(cancelFlag, entry);
       let reply: WorkerReply;
       try {
-        reply = await dispatcher.run(build(cancelFlag, performance.timeOrigin + started), transfer);
+        reply = await dispatcher.run(build(slot, cancelFlag, performance.timeOrigin + started), transfer);
       } catch (err) {
         if (signal?.aborted) {
           failed++;
@@ -252,10 +267,6 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
           completed++;
           latency.record(performance.now() - started);
           return { hardStopped: true, timeoutMs: entry.timeoutMs || timeLimitOf(cancelFlag), requestId: requestIdOf(cancelFlag) };
-        }
-        if (err instanceof PoolFullError) {
-          failed++;
-          throw err;
         }
         if (closing) {
           failed++;
@@ -279,6 +290,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
       } finally {
         inFlight.delete(cancelFlag);
         signal?.removeEventListener('abort', onAbort);
+        flagTable.give(slot);
       }
       if (reply.status === 'cancelled') {
         failed++;
@@ -300,7 +312,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
 
   async function execute(request: SandboxRequest, signal?: AbortSignal): Promise<ExecuteResult> {
     const settled = await runTask(
-      (cancelFlag, submittedAt) => ({ kind: 'sandbox', request, cancelFlag, submittedAt }),
+      (slot, cancelFlag, submittedAt) => ({ kind: 'sandbox', request, slot, cancelFlag, submittedAt }),
       request.timeoutMs,
       signal,
     );
@@ -315,8 +327,9 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
     const started = performance.now();
     const transfer = call.body.byteLength > TRANSFER_ABOVE_BYTES ? (call.body.buffer as ArrayBuffer) : undefined;
     const settled = await runTask(
-      (cancelFlag, submittedAt) => ({
+      (slot, cancelFlag, submittedAt) => ({
         kind: 'wire',
+        slot,
         body: call.body,
         encoding: call.encoding,
         grpcFramed: call.grpcFramed,

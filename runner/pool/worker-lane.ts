@@ -13,7 +13,8 @@
  * `undefined` and nothing is sent.
  */
 import { MessageChannel, parentPort, threadId } from 'node:worker_threads';
-import type { LaneBatch, LaneOffer, LaneReplies, WorkerReply, WorkerTask } from './worker-task.js';
+import { type LaneBatchMessage, type LaneRepliesMessage, packAnswers, packsReply, unpackCalls } from './lane-codec.js';
+import type { LaneOffer, WireAnswer, WorkerReply, WorkerTask } from './worker-task.js';
 
 /** A reply, and the buffer to move with it (large response bodies: see worker.ts). */
 export interface LaneAnswer {
@@ -25,34 +26,46 @@ export interface LaneAnswer {
 const REPLIES_PER_MESSAGE = 4;
 
 /** Opens the lane and offers its other end to the pool; `run` answers one call. */
-export function openWorkerLane(run: (task: WorkerTask, placement: number) => Promise<LaneAnswer | undefined>, maxRunning: number): void {
+export function openWorkerLane(
+  run: (task: WorkerTask, placement: number) => Promise<LaneAnswer | undefined>,
+  maxRunning: number,
+  flagOf: (slot: number) => Int32Array,
+): void {
   if (!parentPort) throw new Error('a call lane is opened in a worker thread');
   const { port1, port2 } = new MessageChannel();
 
-  let outbox: LaneReplies = [];
+  let packed: { placement: number; reply: WireAnswer }[] = [];
+  let message: LaneRepliesMessage = { packed: undefined, others: [] };
   let transfers: ArrayBuffer[] = [];
+  let ready = 0;
   let flushScheduled = false;
   const flush = (): void => {
     flushScheduled = false;
-    if (outbox.length === 0) return;
-    const replies = outbox;
-    const moved = transfers;
-    outbox = [];
+    if (ready === 0) return;
+    if (packed.length > 0) {
+      message.packed = packAnswers(packed);
+      transfers.push(message.packed);
+    }
+    port1.postMessage(message, transfers);
+    packed = [];
+    message = { packed: undefined, others: [] };
     transfers = [];
-    port1.postMessage(replies, moved);
+    ready = 0;
   };
-  const answer = (id: number, result: LaneAnswer | undefined): void => {
+  const answer = (placement: number, result: LaneAnswer | undefined): void => {
     if (!result) return;
-    outbox.push({ id, reply: result.reply });
-    if (result.transfer) transfers.push(result.transfer);
-    if (outbox.length >= REPLIES_PER_MESSAGE) return flush();
+    const { reply, transfer } = result;
+    if (packsReply(reply, transfer)) packed.push({ placement, reply });
+    else message.others.push({ placement, reply });
+    if (transfer) transfers.push(transfer);
+    if (++ready >= REPLIES_PER_MESSAGE) return flush();
     if (!flushScheduled) {
       flushScheduled = true;
       setImmediate(flush);
     }
   };
 
-  const waiting: LaneBatch = [];
+  const waiting: { id: number; task: WorkerTask }[] = [];
   let waitingHead = 0;
   let running = 0;
   /** The call computing now, if any: the next one starts when it ends or yields (see watchTurn). */
@@ -94,8 +107,9 @@ export function openWorkerLane(run: (task: WorkerTask, placement: number) => Pro
     });
   };
 
-  port1.on('message', (batch: LaneBatch) => {
-    for (const call of batch) waiting.push(call);
+  port1.on('message', (batch: LaneBatchMessage) => {
+    if (batch.packed) unpackCalls(batch.packed, flagOf, waiting);
+    for (const { placement, task } of batch.others) waiting.push({ id: placement, task: { ...task, cancelFlag: flagOf(task.slot) } as WorkerTask });
     startNext();
   });
   const offer: LaneOffer = { ldboxCallLane: port2, threadId };

@@ -19,11 +19,15 @@ export interface WorkerSetup {
   activity: ActivityBoardMemory;
   /** Code refused for a while after forcing hard stops (see hard-stop-penalty.ts). */
   penalties: PenaltyTableMemory;
+  /** The calls' cancel flags (flag-table.ts). */
+  flags: SharedArrayBuffer;
 }
 
 /** Fields every task carries. */
 interface TaskBase {
-  /** The call's cancellation flag (shared memory, see cancel-flag.ts). */
+  /** The call's slot in the flag table (flag-table.ts); its flag does not travel, the slot names it. */
+  slot: number;
+  /** The call's cancellation flag (shared memory, see cancel-flag.ts): this thread's view of the slot. */
   cancelFlag: Int32Array;
   /** `performance.timeOrigin + performance.now()` when the pool accepted the call, for queue time. */
   submittedAt: number;
@@ -82,18 +86,6 @@ export type WorkerReply =
   | { status: 'cancelled' }
   | { status: 'throttled'; message: string }
   | { status: 'internal'; message: string; requestId?: string };
-
-/** One call on a worker's call lane (call-lane.ts), numbered by its placement (cancel-flag.ts). */
-export interface LaneTask {
-  id: number;
-  task: WorkerTask;
-}
-
-/** What the pool sends down a lane in one message: the calls placed on the worker during one turn. */
-export type LaneBatch = LaneTask[];
-
-/** What a worker sends back in one message: the calls that ended during one of its turns. */
-export type LaneReplies = { id: number; reply: WorkerReply }[];
 
 /** The message a worker posts to its parent at start: the pool's end of the worker's call lane. */
 export interface LaneOffer {

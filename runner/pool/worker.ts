@@ -23,6 +23,7 @@ import { encodeExecuteResponse } from '../wire/execute-response.js';
 import { describeTask, type StartedTask, startTask } from './cancel-flag.js';
 import { WorkerActivity } from './worker-activity.js';
 import { codeHash, PenaltyTable } from './hard-stop-penalty.js';
+import { FlagViews } from './flag-table.js';
 import { type LaneAnswer, openWorkerLane } from './worker-lane.js';
 import type { WireAnswer, WireTask, WorkerReply, WorkerSetup, WorkerTask } from './worker-task.js';
 
@@ -47,7 +48,8 @@ const MOVE_ABOVE_BYTES = 64 * 1024;
 
 type Started = StartedTask;
 
-openWorkerLane(runTask, setup.sandboxes);
+const flags = new FlagViews(setup.flags);
+openWorkerLane(runTask, setup.sandboxes, (slot) => flags.of(slot));
 
 /** One call; `undefined` when the pool placed it on another worker meanwhile (nobody waits for it here). */
 async function runTask(task: WorkerTask, placement: number): Promise<LaneAnswer | undefined> {
