@@ -39,3 +39,19 @@ t.test('calls go around a worker that a busy loop holds', async (t) => {
   const after = await runner.grpc.execute({ code: 'return Math.max(1, 2)' });
   t.equal(toJson(ValueSchema, after.result!), 2, 'its worker serves again');
 });
+
+t.test('calls placed on a worker before it got stuck are taken back and run on the other', async (t) => {
+  for (let i = 0; i < 3; i++) await Promise.all(Array.from({ length: 8 }, () => runner.grpc.execute({ code: 'return 1' })));
+  const stop = new AbortController();
+  let busyEnded = false;
+  // Sent together, so the calls are placed in one go: about half of them land on the worker that the
+  // busy loop then holds (call-dispatcher.ts), where they would wait until it is cancelled.
+  const busy = grpcError(
+    runner.grpc.execute({ code: 'for (;;) {}', limits: { timeoutMs: 20_000 } }, { signal: stop.signal }),
+  ).finally(() => (busyEnded = true));
+  const replies = await Promise.all(Array.from({ length: 12 }, (_, i) => runner.grpc.execute({ code: `return ${i} + 100` })));
+  t.same(replies.map((r) => toJson(ValueSchema, r.result!)), Array.from({ length: 12 }, (_, i) => i + 100), 'every call answered');
+  t.notOk(busyEnded, 'all of them while the busy call still held its worker');
+  stop.abort();
+  t.equal((await busy)?.code, 1, 'the busy call ends CANCELLED');
+});
