@@ -11,3 +11,4 @@ export {
 } from './runner-pool.js';
 export { PoolCancelledError, PoolClosedError,
   PoolUnavailableError, PoolFullError, PoolInternalError } from './pool-errors.js';
+export { CallCancel, type CancelSignal } from './call-cancel.js';

@@ -14,6 +14,7 @@ import {
 } from './cancel-flag.js';
 import { LatencyWindow } from './latency-window.js';
 import { ActivityBoard, createActivityBoardMemory } from './worker-activity.js';
+import type { CancelSignal } from './call-cancel.js';
 import { CallDispatcher } from './call-dispatcher.js';
 import { createFlagTableMemory, FlagTable } from './flag-table.js';
 import { WorkerLostError } from './call-lane.js';
@@ -53,13 +54,13 @@ export type { WireAnswer, WireInvalid, WireReply } from './worker-task.js';
 
 export interface RunnerPool {
   /** Runs one call. Rejects with PoolFullError, PoolCancelledError, PoolInternalError or PoolClosedError. */
-  execute(request: SandboxRequest, signal?: AbortSignal): Promise<ExecuteResult>;
+  execute(request: SandboxRequest, signal?: CancelSignal): Promise<ExecuteResult>;
   /**
    * Runs one call given as the bytes of an ExecuteRequest and answers with the bytes of its
    * ExecuteResponse: the worker decodes, validates (a refusal resolves as `status: 'invalid'`), runs and
    * encodes. A large `call.body`'s buffer is transferred (detached here). Rejects like {@link execute}.
    */
-  executeWire(call: WireCall, signal?: AbortSignal): Promise<WireReply>;
+  executeWire(call: WireCall, signal?: CancelSignal): Promise<WireReply>;
   status(): PoolStatus;
   /** Waits for running calls (up to `timeoutMs`), then stops the workers. */
   close(timeoutMs?: number): Promise<void>;
@@ -233,7 +234,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
   async function runTask(
     build: (slot: number, cancelFlag: Int32Array, submittedAt: number) => WorkerTask,
     timeoutMs: number,
-    signal: AbortSignal | undefined,
+    signal: CancelSignal | undefined,
     transfer?: ArrayBuffer,
   ): Promise<Settled> {
     if (closing) throw new PoolClosedError('the runner is shutting down');
@@ -310,7 +311,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
     }
   }
 
-  async function execute(request: SandboxRequest, signal?: AbortSignal): Promise<ExecuteResult> {
+  async function execute(request: SandboxRequest, signal?: CancelSignal): Promise<ExecuteResult> {
     const settled = await runTask(
       (slot, cancelFlag, submittedAt) => ({ kind: 'sandbox', request, slot, cancelFlag, submittedAt }),
       request.timeoutMs,
@@ -323,7 +324,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
     return { outcome: settled.reply.outcome, queueTimeMs: settled.reply.queueTimeMs };
   }
 
-  async function executeWire(call: WireCall, signal?: AbortSignal): Promise<WireReply> {
+  async function executeWire(call: WireCall, signal?: CancelSignal): Promise<WireReply> {
     const started = performance.now();
     const transfer = call.body.byteLength > TRANSFER_ABOVE_BYTES ? (call.body.buffer as ArrayBuffer) : undefined;
     const settled = await runTask(

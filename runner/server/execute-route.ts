@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Code } from '@connectrpc/connect';
 import type { RunnerConfig } from '../../src/config/runner-config.js';
 import type { Logger } from '../../src/logging/logger.js';
-import type { RunnerPool } from '../pool/index.js';
+import { CallCancel, type RunnerPool } from '../pool/index.js';
 import type { WireEncoding } from '../wire/execute-response.js';
 import { UNAUTHENTICATED_MESSAGE, type TokenCheck } from './bearer-auth.js';
 import type { ParsedTimeout } from './call-deadline.js';
@@ -59,19 +59,19 @@ export function createExecuteRoute(options: ExecuteRouteOptions): (call: UnaryCa
     if (tokenCheck && !tokenCheck(headers.authorization)) return fail(Code.Unauthenticated, UNAUTHENTICATED_MESSAGE);
     if (!form.timeout.ok) return fail(Code.InvalidArgument, form.timeout.message);
 
-    const cancel = new AbortController();
+    const cancel = new CallCancel();
     let deadlineTimer: NodeJS.Timeout | undefined;
     const deadlineMs = form.timeout.ms;
     const deadlineAt = deadlineMs === undefined ? undefined : performance.timeOrigin + started + deadlineMs;
     if (deadlineMs !== undefined) {
       deadlineTimer = setTimeout(() => {
-        cancel.abort();
+        cancel.cancel();
         fail(Code.DeadlineExceeded, DEADLINE_MESSAGE);
       }, deadlineMs);
     }
     call.onAbandoned(() => {
       clearTimeout(deadlineTimer);
-      cancel.abort();
+      cancel.cancel();
       observe('cancelled');
     });
 
@@ -79,7 +79,7 @@ export function createExecuteRoute(options: ExecuteRouteOptions): (call: UnaryCa
       maxRequestBytes,
       (body) => {
         pool
-          .executeWire({ body, encoding: form.encoding, grpcFramed: form.grpcFramed, deadlineAt }, cancel.signal)
+          .executeWire({ body, encoding: form.encoding, grpcFramed: form.grpcFramed, deadlineAt }, cancel)
           .then((reply) => {
             if (reply.status === 'invalid') return fail(Code.InvalidArgument, reply.message);
             if (reply.internalFault !== undefined) {

@@ -140,10 +140,11 @@ t.test('cancelling a CPU-bound call frees the worker', async (t) => {
 t.test('concurrent calls each get their own input', async (t) => {
   const before = counters(await runner.grpc.getPoolStatus());
   const calls = Array.from({ length: 16 }, (_, i) => {
-    const req = { code: 'await ld.wait(300);\nreturn {i: data.input.i, twice: data.input.i * 2, secret: data.auth.k === "key-" + data.input.i}', input: { i }, auth: { k: `key-${i}` }, requestId: `c-${i}` };
+    // Long enough for all 8 sandboxes to be seen busy together on a loaded machine.
+    const req = { code: 'await ld.wait(1000);\nreturn {i: data.input.i, twice: data.input.i * 2, secret: data.auth.k === "key-" + data.input.i}', input: { i }, auth: { k: `key-${i}` }, requestId: `c-${i}` };
     return i % 2 === 0 ? runner.grpc.execute(req) : runner.connect.execute(req);
   });
-  const mid = await eventually(runner, (s) => s.busy === 8 && s.queued === 8);
+  const mid = await eventually(runner, (s) => s.busy === 8 && s.queued === 8, 5000);
   t.same([mid.busy, mid.queued], [8, 8], '2 workers × 4 sandboxes run, the other 8 wait');
   const results = await Promise.all(calls);
   t.same(
