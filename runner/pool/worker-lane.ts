@@ -23,7 +23,7 @@ export interface LaneAnswer {
 }
 
 /** Replies are sent at the latest when this many are ready, so the pool can answer while the rest run. */
-const REPLIES_PER_MESSAGE = 4;
+const REPLIES_PER_MESSAGE = 16;
 
 /** Opens the lane and offers its other end to the pool; `run` answers one call. */
 export function openWorkerLane(
