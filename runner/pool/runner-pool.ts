@@ -77,8 +77,7 @@ const SANDBOX_STACK_BYTES = 1024 * 1024;
  * QuickJS checks its deadline between bytecode steps only; a single long built-in call
  * (`new Array(2e8).indexOf(1)`) can run far past it. A call still running this long after its
  * deadline gets its worker terminated (Piscina replaces it): the only way to stop a WASM loop. The
- * worker is found by the thread id the task recorded; Piscina's own abort signal is not used because
- * Piscina gives no further tasks to a worker running an abortable one (no concurrency per worker).
+ * worker is found by the thread id the task recorded in its flag.
  */
 const HARD_STOP_GRACE_MS = 1000;
 /**
@@ -197,9 +196,8 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
   piscina.on('message', (message: unknown) => {
     if (isLaneOffer(message) && !closing) dispatcher.attach(message.threadId, message.ldboxCallLane);
   });
-  // Every call not yet answered, by its cancel flag; a started flag is a call a worker holds.
-  // Piscina's queueSize misses tasks posted to a worker that has not picked them up yet
-  // (seen for seconds while a worker starts on a loaded machine), so "busy" is read from the flags.
+  // Every call not yet answered, by its cancel flag; a started flag is a call a worker runs, the others
+  // wait (here or inside a worker), so "busy" and "queued" are read from the flags.
   // The time limit of a wire call is known once its worker decoded it (timeLimitOf, 0 before).
   const inFlight = new Map<Int32Array, { timeoutMs: number; hardStopped: boolean }>();
   const watchdog = setInterval(() => {
