@@ -77,14 +77,19 @@ export class WorkflowRepository {
    * node's `auth` cannot be opened with the configured data keys.
    */
   async getWithRevision(id: string): Promise<{ record: WorkflowRecord; revision: number } | undefined> {
+    const e = await this.readEntry(id);
+    return e && { record: decodeWorkflow(e.value, this.keys), revision: e.revision };
+  }
+
+  /** The workflow's KV entry, `undefined` when there is none (or it was deleted). */
+  private async readEntry(id: string) {
     let e;
     try {
       e = await this.workflows.get(id);
     } catch (err) {
       throw unavailable('reading the workflow failed', err);
     }
-    if (!e || e.operation !== 'PUT') return undefined;
-    return { record: decodeWorkflow(e.value, this.keys), revision: e.revision };
+    return e && e.operation === 'PUT' ? e : undefined;
   }
 
   async get(id: string): Promise<WorkflowRecord | undefined> {
@@ -148,13 +153,8 @@ export class WorkflowRepository {
     const unreadable = new Map<string, SecretUnavailableError>();
     // One workflow whose secrets cannot be opened (a key rotated away) is reported, never fails the list.
     const read = async (id: string): Promise<WorkflowRecord | undefined> => {
-      let e;
-      try {
-        e = await this.workflows.get(id);
-      } catch (err) {
-        throw unavailable('reading the workflow failed', err);
-      }
-      if (!e || e.operation !== 'PUT') return undefined;
+      const e = await this.readEntry(id);
+      if (!e) return undefined;
       return decodeWorkflowForRouting(e.value, this.keys, (err) => unreadable.set(id, err));
     };
     let i = 0;

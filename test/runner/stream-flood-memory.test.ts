@@ -13,6 +13,7 @@ import net from 'node:net';
 import t from 'tap';
 import { RunnerService } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { anyFreePort } from '../../src/net/local-ports.js';
+import { h2frame, hpack } from '../helpers/http2-frames.js';
 
 const EXECUTE = `/${RunnerService.typeName}/Execute`;
 const CONNECTIONS = 10;
@@ -26,23 +27,6 @@ function rssBytes(pid: number): number {
   return Number(/(\d+)/.exec(line ?? '')?.[1] ?? NaN) * 1024;
 }
 
-function h2frame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
-  const head = Buffer.alloc(9);
-  head.writeUIntBE(payload.length, 0, 3);
-  head[3] = type;
-  head[4] = flags;
-  head.writeUInt32BE(streamId, 5);
-  return Buffer.concat([head, payload]);
-}
-
-/** HPACK literal header fields without indexing, new name, no Huffman (RFC 7541 §6.2.2); short strings only. */
-function hpack(headers: [string, string][]): Buffer {
-  const parts: Buffer[] = [];
-  for (const [name, value] of headers) {
-    parts.push(Buffer.from([0x00, name.length]), Buffer.from(name, 'latin1'), Buffer.from([value.length]), Buffer.from(value, 'latin1'));
-  }
-  return Buffer.concat(parts);
-}
 
 const HEADERS = 0x1;
 const RST_STREAM = 0x3;

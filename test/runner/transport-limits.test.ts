@@ -9,28 +9,11 @@ import net from 'node:net';
 import t from 'tap';
 import { RunnerService } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { startTestRunner } from '../helpers/runner-harness.js';
+import { h2frame, hpack } from '../helpers/http2-frames.js';
 
 const TOKEN = 'transport-limits-token-0123';
 const EXECUTE = `/${RunnerService.typeName}/Execute`;
 
-/** An HTTP/2 frame: 9-byte header and payload. */
-function h2frame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
-  const head = Buffer.alloc(9);
-  head.writeUIntBE(payload.length, 0, 3);
-  head[3] = type;
-  head[4] = flags;
-  head.writeUInt32BE(streamId, 5);
-  return Buffer.concat([head, payload]);
-}
-
-/** HPACK "literal header field without indexing, new name", no Huffman (RFC 7541 §6.2.2); short strings only. */
-function hpack(headers: [string, string][]): Buffer {
-  const parts: Buffer[] = [];
-  for (const [name, value] of headers) {
-    parts.push(Buffer.from([0x00, name.length]), Buffer.from(name, 'latin1'), Buffer.from([value.length]), Buffer.from(value, 'latin1'));
-  }
-  return Buffer.concat(parts);
-}
 
 /** Frames the server sent, parsed as they arrive. */
 function frameReader(socket: net.Socket): { frames: { type: number; streamId: number; payload: Buffer }[] } {
