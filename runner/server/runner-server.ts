@@ -12,6 +12,7 @@ import { bearerAuth, createTokenCheck } from './bearer-auth.js';
 import { dropUnreachableDeadlines, parseConnectTimeout, parseGrpcTimeout } from './call-deadline.js';
 import { ConnectUnaryCall } from './connect-unary-call.js';
 import { http1ServerOptions, http2ServerSettings, limitHttp2Server } from '../../src/http/connection-limits.js';
+import { createOpsRoutes } from '../../src/http/ops-routes.js';
 import { createDualProtocolListener } from './dual-protocol-listener.js';
 import { connectUnaryEncoding, isPlainGrpcExecute } from './execute-paths.js';
 import { createExecuteRoute } from './execute-route.js';
@@ -19,7 +20,6 @@ import { GrpcUnaryCall } from './grpc-unary-call.js';
 import { claimStreamsFirst } from './stream-router.js';
 import { withSpecGrpcMessage } from './grpc-message-encoding.js';
 import { createHealthStatus, registerHealthService, type HealthStatus } from './health-service.js';
-import { createOpsRoutes } from './ops-routes.js';
 import { registerReflectionService } from './reflection-service.js';
 import { createRunnerMetrics } from './runner-metrics.js';
 import { registerRunnerService } from './runner-service.js';
@@ -47,7 +47,7 @@ export interface StartRunnerOptions {
 
 /**
  * Starts the runner: RunnerService, grpc.health.v1 and server reflection, speaking gRPC, gRPC-Web and
- * Connect, plus `/healthz`, `/readyz` and `/metrics` (ops-routes.ts), all on one port that takes both
+ * Connect, plus `/healthz`, `/readyz` and `/metrics` (src/http/ops-routes.ts), all on one port that takes both
  * cleartext HTTP/2 (gRPC clients) and HTTP/1.1 (Prometheus, curl, Connect JSON) — or, with
  * LDBOX_RUNNER_TLS_CERT/_KEY, both over TLS only, chosen by ALPN (test/runner/runner-tls.test.ts).
  *
@@ -78,7 +78,7 @@ export async function startRunnerServer(config: RunnerConfig, log: Logger, optio
       registerReflectionService(router, [file_ldbox_runner_v1_runner]);
     },
   });
-  const ops = createOpsRoutes({ health, registry: metrics.registry, log });
+  const ops = createOpsRoutes({ ready: () => health.get(RunnerService.typeName) === 'SERVING', registry: metrics.registry, log });
   const execute = createExecuteRoute({ pool, config, metrics, log, tokenCheck: config.token === undefined ? undefined : createTokenCheck(config.token) });
   // Connect unary Execute (JSON or binary, uncompressed), over HTTP/1.1 or HTTP/2: read by the runner.
   const connectExecute = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse): boolean => {

@@ -113,7 +113,7 @@ async function stillServes(t: Test, on: TestRunner = runner): Promise<void> {
 
 t.test('GET /healthz and /readyz over HTTP/1.1', async (t) => {
   const h = await get(runner.server.port, '/healthz');
-  t.same([h.httpVersion, h.status, h.headers['content-type'], JSON.parse(h.body)], ['1.1', 200, 'application/json', { status: 'ok' }]);
+  t.same([h.httpVersion, h.status, h.headers['content-type'], JSON.parse(h.body)], ['1.1', 200, 'application/json; charset=utf-8', { status: 'ok' }]);
   const r = await get(runner.server.port, '/readyz');
   t.same([r.status, JSON.parse(r.body)], [200, { status: 'ready' }]);
   const q = await get(runner.server.port, '/readyz?verbose=1');
