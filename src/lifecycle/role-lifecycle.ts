@@ -28,6 +28,10 @@ export const DEFAULT_CLOSE_TIMEOUT_MS = 10_000;
  * Roles race their in-flight work against it.
  */
 export interface Grace {
+  /** The whole grace `close()` was given (0 for `destroy()`), for parts that keep their own timer (the runner's pool). */
+  readonly timeoutMs: number;
+  /** Aborted by `destroy()`, also during a `close()`. */
+  readonly signal: AbortSignal;
   /** Resolves true when `work` settled within the grace, false when the grace ended first. */
   within(work: Promise<unknown>): Promise<boolean>;
 }
@@ -94,10 +98,12 @@ class TimedGrace implements Grace {
   readonly #over: Promise<false>;
   #timer: NodeJS.Timeout | undefined;
   #onAbort: (() => void) | undefined;
-  readonly #signal: AbortSignal;
 
-  constructor(timeoutMs: number, hardStop: AbortSignal) {
-    this.#signal = hardStop;
+  constructor(
+    readonly timeoutMs: number,
+    readonly signal: AbortSignal,
+  ) {
+    const hardStop = signal;
     this.#over = new Promise<false>((resolve) => {
       if (hardStop.aborted || timeoutMs <= 0) return resolve(false);
       // A ref'd timer, as the roles' own timers were: the process waits out the grace it was given.
@@ -113,6 +119,6 @@ class TimedGrace implements Grace {
 
   end(): void {
     clearTimeout(this.#timer);
-    if (this.#onAbort) this.#signal.removeEventListener('abort', this.#onAbort);
+    if (this.#onAbort) this.signal.removeEventListener('abort', this.#onAbort);
   }
 }
