@@ -17,11 +17,11 @@
  * Read-your-writes: a call that changes a workflow returns once this gateway's workflow cache shows the
  * change (at most {@link CACHE_WAIT_MS}), so a webhook sent right after CreateWorkflow is not a 404.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { create } from '@bufbuild/protobuf';
 import { Code, ConnectError, type ConnectRouter, type HandlerContext, type Interceptor } from '@connectrpc/connect';
 import type { GatewayConfig } from '../src/config/gateway-config.js';
+import { bearerAuth, createTokenCheck, type TokenCheck } from '../src/connect/bearer-auth.js';
 import {
   CreateWorkflowResponseSchema,
   DeleteWorkflowResponseSchema,
@@ -84,10 +84,9 @@ const UNAUTHENTICATED_MESSAGE = 'missing or wrong admin token: send Authorizatio
 /** At most this much of an unauthenticated request's body is read (and dropped) before its connection is closed. */
 export const UNAUTHENTICATED_BODY_BYTES = 64 * 1024;
 
-/** True when an `Authorization` header value carries the admin token (constant time over digests). */
-export function adminTokenCheck(token: string): (authorization: string | string[] | undefined) => boolean {
-  const expected = digest(`Bearer ${token}`);
-  return (authorization) => timingSafeEqual(digest(typeof authorization === 'string' ? authorization : ''), expected);
+/** True when an `Authorization` header value carries the admin token (the shared constant-time check). */
+export function adminTokenCheck(token: string): TokenCheck {
+  return createTokenCheck(token);
 }
 
 /**
@@ -96,11 +95,7 @@ export function adminTokenCheck(token: string): (authorization: string | string[
  * closed wherever they are mounted.
  */
 export function adminAuth(token: string): Interceptor {
-  const allows = adminTokenCheck(token);
-  return (next) => async (req) => {
-    if (!allows(req.header.get('authorization') ?? '')) throw new ConnectError(UNAUTHENTICATED_MESSAGE, Code.Unauthenticated);
-    return next(req);
-  };
+  return bearerAuth(token, { message: UNAUTHENTICATED_MESSAGE });
 }
 
 /**
@@ -118,10 +113,6 @@ export function sendUnauthenticated(req: IncomingMessage, res: ServerResponse): 
   const body = Buffer.from(JSON.stringify({ code: 'unauthenticated', message: UNAUTHENTICATED_MESSAGE }), 'utf8');
   res.writeHead(401, { 'content-type': 'application/json', 'content-length': String(body.length) });
   res.end(body);
-}
-
-function digest(s: string): Buffer {
-  return createHash('sha256').update(s).digest();
 }
 
 /** Registers both services on `router`. */

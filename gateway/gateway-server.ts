@@ -1,14 +1,17 @@
 /**
  * The gateway: one node:http (HTTP/1.1) server that routes
  * - `/api/hooks/workflows/<id>` → the webhook route (webhook-handler.ts);
- * - `/healthz` → 200 while the process runs; `/readyz` → 200 only when NATS is connected, the stream and
- *   buckets are set up and the workflow and workspace caches are loaded, else 503; `/metrics` → Prometheus;
+ * - `/healthz`, `/readyz`, `/metrics` → the ops routes (src/http/ops-routes.ts); `/readyz` is 200 only when
+ *   NATS is connected, the stream and buckets are set up and the workflow and workspace caches are loaded;
  * - everything else → connect-node (`WorkflowService`, `WorkspaceService`; control-plane.ts), whose
  *   unknown paths answer 404 `not_found`.
  *
  * It starts before NATS is up and rides out outages: the connection reconnects forever, the JOBS stream
- * and KV buckets are (re)ensured on every (re)connect, the caches rebuild themselves, and the webhook
- * route answers 503 meanwhile (never 202 for a job that was not stored).
+ * and KV buckets are (re)ensured on every (re)connect (src/nats/keep-set-up.ts), the caches rebuild
+ * themselves, and the webhook route answers 503 meanwhile (never 202 for a job that was not stored).
+ *
+ * Lifecycle (src/lifecycle/role-lifecycle.ts): `close()` stops taking requests, lets running ones finish,
+ * then drains NATS; `destroy()` drops the connections at once.
  *
  * Access logs are one pino line per request, with the `secret` query parameter scrubbed from the URL;
  * headers and bodies are never logged.
@@ -19,13 +22,17 @@ import type { DescMessage } from '@bufbuild/protobuf';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type { GatewayConfig } from '../src/config/gateway-config.js';
 import type { Logger } from '../src/logging/logger.js';
 import { http1ServerOptions, limitHttp1Server } from '../src/http/connection-limits.js';
 import { answerThenDiscard } from '../src/http/discard-body.js';
-import { listenOrUndo, sendMetrics } from '../src/http/server-helpers.js';
-import { connectNats, type ConnectNatsOptions } from '../src/nats/connect.js';
+import { createOpsRoutes, type OpsRoutes } from '../src/http/ops-routes.js';
+import { listenOrUndo } from '../src/http/server-helpers.js';
+import { type Grace, RoleLifecycle, type RoleState } from '../src/lifecycle/role-lifecycle.js';
+import { connectNats, type ConnectNatsOptions, type NatsClient } from '../src/nats/connect.js';
 import { JobPublisher } from '../src/nats/job-publisher.js';
+import { keepSetUp, type KeptSetUp } from '../src/nats/keep-set-up.js';
 import { KvCache } from '../src/nats/kv-cache.js';
 import { checkMaxPayload, ensureJobsStream, ensureKvBuckets, KV_BUCKETS, maxJobBytes } from '../src/nats/streams.js';
 import { ExecutionRepository } from '../src/store/execution-repository.js';
@@ -35,12 +42,12 @@ import { ensureWorkspacesBucket, WORKSPACES_BUCKET, WorkspaceRepository, type Wo
 import type { RandomBytes } from '../src/workflows/webhook-secret.js';
 import type { WorkflowRecord } from '../src/workflows/workflow-model.js';
 import { adminAuth, adminTokenCheck, controlPlaneJsonOptions, type ControlPlaneStores, registerControlPlane, sendUnauthenticated, UNAUTHENTICATED_BODY_BYTES } from './control-plane.js';
-import { createGatewayMetrics, type RouteLabel } from './gateway-metrics.js';
+import { createGatewayMetrics, type GatewayMetrics, type RouteLabel } from './gateway-metrics.js';
 import { RateLimiter } from './rate-limiter.js';
 import { nameEnumFieldInErrors, strictEnums } from './strict-enums.js';
 import { WorkflowService, WorkspaceService } from '../src/gen/ldbox/workflows/v1/workflows_pb.js';
-import { sendError, sendJson, WebhookError } from './webhook-errors.js';
-import { handleWebhook, splitTarget, WEBHOOK_PATH_PREFIX, type WebhookOutcome } from './webhook-handler.js';
+import { sendError, WebhookError } from './webhook-errors.js';
+import { handleWebhook, splitTarget, WEBHOOK_PATH_PREFIX, type WebhookDeps, type WebhookOutcome } from './webhook-handler.js';
 import { PublishBatcher } from './publish-batch.js';
 import { scrubUrl } from './webhook-payload.js';
 
@@ -52,10 +59,14 @@ const CONTROL_PLANE_INPUTS = new Map<string, DescMessage>([WorkflowService, Work
 export interface Gateway {
   /** The bound port (useful when the config asked for port 0). */
   readonly port: number;
+  /** Where the gateway is in its lifecycle (src/lifecycle/role-lifecycle.ts). */
+  readonly state: RoleState;
   /** What `/readyz` answers. */
   ready(): boolean;
-  /** Stops taking requests, lets running ones finish (up to `timeoutMs`), then drains NATS. */
+  /** Stops taking requests, lets running ones finish (up to `timeoutMs`), then drains NATS. Idempotent. */
   close(timeoutMs?: number): Promise<void>;
+  /** Stops at once: open connections are dropped, NATS is closed without draining. Idempotent. */
+  destroy(): Promise<void>;
 }
 
 export interface StartGatewayOptions {
@@ -68,187 +79,202 @@ interface Stores extends ControlPlaneStores {
 }
 
 /** Starts the gateway and resolves once it listens (NATS may still be connecting: see `ready()`). */
-export async function startGateway(configIn: GatewayConfig, log: Logger, options: StartGatewayOptions = {}): Promise<Gateway> {
-  const config = { ...configIn };
-  const metrics = createGatewayMetrics();
-  const client = connectNats(config.nats, { name: 'ldbox-gateway', logger: log, ...options.nats });
-  const publisher = new JobPublisher(client, { timeoutMs: config.publishTimeoutMs });
-  // Node `auth` values are opened here too (the cache is compared with what the control plane wrote). A
-  // workflow whose `auth` cannot be opened still routes its webhooks (with a warning naming the key id): the
-  // executor refuses its executions with that message, a clearer answer than a 404.
-  const workflowCache = new KvCache<WorkflowRecord>({
-    client,
-    bucket: KV_BUCKETS.workflows,
-    logger: log,
-    decode: (v) => decodeWorkflowForRouting(v, config.dataKeys, (err) => log.warn({ keyId: err.keyId, err: err.message }, 'a stored node auth cannot be opened')),
-  });
-  const workspaceCache = new KvCache<WorkspaceRecord>({ client, bucket: WORKSPACES_BUCKET, logger: log });
-  const limiter = new RateLimiter();
-  workflowCache.onChange((id, value) => {
-    if (value === undefined) limiter.forget(id);
-  });
+export async function startGateway(config: GatewayConfig, log: Logger, options: StartGatewayOptions = {}): Promise<Gateway> {
+  const gateway = new GatewayRole(config, log, options);
+  await gateway.listen();
+  return gateway;
+}
 
-  let stores: Stores | undefined;
-  let closing = false;
-  let settingUp = false;
-  // Ensure the stream and buckets on every (re)connect: NATS may have come back without its data.
-  const setup = async (): Promise<void> => {
-    if (settingUp) return;
-    settingUp = true;
-    try {
-      while (!closing && client.state === 'connected') {
-        try {
-          const nc = client.nc;
-          const jsm = await jetstreamManager(nc, { timeout: 3000 });
-          const maxJob = maxJobBytes(config.maxBodyBytes);
-          await ensureJobsStream(jsm, { ...config.stream, maxMsgSize: maxJob });
-          const buckets = await ensureKvBuckets(nc, jsm, { idempotencyTtlMs: config.idempotencyTtlMs, replicas: config.stream.replicas, timeoutMs: 3000 });
-          const workspaces = await ensureWorkspacesBucket(nc, jsm, { replicas: config.stream.replicas });
-          const problem = checkMaxPayload(nc, maxJob);
-          if (problem) log.error({ maxBodyBytes: config.maxBodyBytes }, `${problem}; larger webhooks are answered 413`);
-          stores = {
-            idempotency: buckets.idempotency,
-            workflows: new WorkflowRepository(buckets.workflows, buckets.webhooks, jsm, config.dataKeys),
-            executions: new ExecutionRepository(buckets.executions, jsm),
-            workspaces: new WorkspaceRepository(workspaces),
-            maxPayload: nc.info?.max_payload,
-          };
-          return;
-        } catch (err) {
-          log.warn({ err: (err as Error).message }, 'setting up the JOBS stream and KV buckets failed, retrying');
-          await new Promise((r) => setTimeout(r, 1000));
-        }
-      }
-    } finally {
-      settingUp = false;
-    }
-  };
-  client.onState((s) => {
-    metrics.setNatsConnected(s === 'connected');
-    if (s === 'connected') void setup();
-  });
+/** The gateway's parts, wired in the constructor; {@link RoleLifecycle} holds its state. */
+class GatewayRole extends RoleLifecycle implements Gateway {
+  readonly #config: GatewayConfig;
+  readonly #log: Logger;
+  readonly #metrics: GatewayMetrics;
+  readonly #client: NatsClient;
+  readonly #publisher: JobPublisher;
+  readonly #workflowCache: KvCache<WorkflowRecord>;
+  readonly #workspaceCache: KvCache<WorkspaceRecord>;
+  readonly #setUp: KeptSetUp;
+  readonly #server: http.Server;
+  #stores: Stores | undefined;
+  #port: number | undefined;
 
-  const ready = () => !closing && client.isConnected && stores !== undefined && workflowCache.ready && workspaceCache.ready;
-
-  const connectHandler = connectNodeAdapter({
-    connect: true,
-    grpcWeb: true,
-    // gRPC needs HTTP/2; this port is HTTP/1.1 (see control-plane.ts).
-    grpc: false,
-    readMaxBytes: 64 * MiB,
-    jsonOptions: controlPlaneJsonOptions(),
-    interceptors: [adminAuth(config.adminToken), strictEnums()],
-    routes: (router) => registerControlPlane(router, { config, stores: () => stores, workflowCache, log }),
-    fallback: (_req, res) => sendError(res as http.ServerResponse, new WebhookError('not_found', 'no such route')),
-  });
-
-  const webhookDeps = {
-    config,
-    workflows: workflowCache,
-    workspaces: workspaceCache,
-    // One socket write per event-loop turn for the jobs (and queued records) of all requests in it.
-    publisher: new PublishBatcher(publisher),
-    stores: () => stores,
-    limiter,
-    random: pooledRandom(),
-    log,
-    observeEnqueue: (s: number, outcome: string) => metrics.enqueue(s, outcome),
-  };
-
-  const isAdmin = adminTokenCheck(config.adminToken);
-  const server = http.createServer(http1ServerOptions(config.http), (req, res) => {
-    const started = performance.now();
-    const target = splitTarget(req.url ?? '/');
-    let route: RouteLabel = 'other';
-    let outcome: WebhookOutcome | undefined;
-    res.once('finish', () => {
-      metrics.request(route, res.statusCode);
-      const fields = { route, method: req.method, url: scrubUrl(req.url ?? ''), status: res.statusCode, ms: Math.round((performance.now() - started) * 10) / 10 };
-      if (route === 'webhook') {
-        // An accepted webhook is logged at debug: the executor logs every execution at info (with its ids), and
-        // ldbox_gateway_requests_total counts the 202s; a line per accepted call cost ~10 % of the gateway's CPU
-        // (bench/webhook). Refused calls (4xx/5xx) stay at info.
-        const line = { ...fields, workflowId: outcome?.workflowId, executionId: outcome?.executionId, code: outcome?.code };
-        if (res.statusCode === 202) log.debug(line, 'webhook');
-        else log.info(line, 'webhook');
-      }
-      else if (route === 'control_plane' || route === 'other') log.info(fields, 'request');
-      else log.debug(fields, 'request');
+  constructor(configIn: GatewayConfig, log: Logger, options: StartGatewayOptions) {
+    super();
+    // A copy: `baseUrl` is filled in once the port is known.
+    const config = (this.#config = { ...configIn });
+    this.#log = log;
+    this.#metrics = createGatewayMetrics();
+    const client = (this.#client = connectNats(config.nats, { name: 'ldbox-gateway', logger: log, ...options.nats }));
+    this.#publisher = new JobPublisher(client, { timeoutMs: config.publishTimeoutMs });
+    // Node `auth` values are opened here too (the cache is compared with what the control plane wrote). A
+    // workflow whose `auth` cannot be opened still routes its webhooks (with a warning naming the key id): the
+    // executor refuses its executions with that message, a clearer answer than a 404.
+    this.#workflowCache = new KvCache<WorkflowRecord>({
+      client,
+      bucket: KV_BUCKETS.workflows,
+      logger: log,
+      decode: (v) => decodeWorkflowForRouting(v, config.dataKeys, (err) => log.warn({ keyId: err.keyId, err: err.message }, 'a stored node auth cannot be opened')),
     });
-    if (target.pathname.startsWith(WEBHOOK_PATH_PREFIX)) {
-      route = 'webhook';
-      void handleWebhook(req, res, target, webhookDeps).then((o) => (outcome = o));
-      return;
-    }
-    switch (target.pathname) {
-      case '/healthz':
-        route = 'healthz';
-        sendJson(res, 200, { status: 'ok' });
-        return;
-      case '/readyz':
-        route = 'readyz';
-        sendJson(res, ready() ? 200 : 503, {
-          status: ready() ? 'ready' : 'not_ready',
-          nats: client.state,
-          streamReady: stores !== undefined,
-          workflowsLoaded: workflowCache.ready,
-          workspacesLoaded: workspaceCache.ready,
-        });
-        return;
-      case '/metrics':
-        route = 'metrics';
-        sendMetrics(res, metrics.registry, (err) => {
-          log.error({ err }, 'metrics failed');
-          sendError(res, new WebhookError('internal_error', 'metrics failed'));
-        });
-        return;
-    }
-    const input = CONTROL_PLANE_INPUTS.get(target.pathname);
-    if (input === undefined) {
-      answerThenDiscard(req, res, UNAUTHENTICATED_BODY_BYTES, () => sendError(res, new WebhookError('not_found', 'no such route')));
-      return;
-    }
-    route = 'control_plane';
-    // The admin token is checked on the request head, before connect-node reads (and decompresses) a
-    // body: 20 unauthenticated 340 KiB gzip bodies of 60 MiB JSON each took the gateway to 2 GB.
-    if (!isAdmin(req.headers.authorization)) {
-      answerThenDiscard(req, res, UNAUTHENTICATED_BODY_BYTES, () => sendUnauthenticated(req, res));
-      return;
-    }
-    if ((req.headers['content-type'] ?? '').startsWith('application/json')) nameEnumFieldInErrors(res, input);
-    connectHandler(req, res);
-  });
-  limitHttp1Server(server, config.http);
+    this.#workspaceCache = new KvCache<WorkspaceRecord>({ client, bucket: WORKSPACES_BUCKET, logger: log });
+    const limiter = new RateLimiter();
+    this.#workflowCache.onChange((id, value) => {
+      if (value === undefined) limiter.forget(id);
+    });
 
-  // The port is taken (or not ours): undo what started, so the process can exit with the error.
-  const port = await listenOrUndo(server, config.port, config.host, async () => {
-    closing = true;
-    publisher.close();
-    await Promise.all([workflowCache.stop(), workspaceCache.stop()]);
-    await client.close();
-  });
-  if (!config.baseUrlSet) config.baseUrl = `http://127.0.0.1:${port}`;
-  log.info({ host: config.host, port, nats: config.nats.shown, baseUrl: config.baseUrl, maxBodyBytes: config.maxBodyBytes, webhookRate: config.webhookRate }, 'gateway listening');
+    client.onState((s) => this.#metrics.setNatsConnected(s === 'connected'));
+    // NATS may have come back without its data: the stream and buckets are ensured on every (re)connect.
+    this.#setUp = keepSetUp(client, {
+      setup: (nc) => this.#setUpStreams(nc),
+      onError: (err) => log.warn({ err: (err as Error).message }, 'setting up the JOBS stream and KV buckets failed, retrying'),
+    });
 
-  return {
-    port,
-    ready,
-    async close(timeoutMs = 10_000) {
-      if (closing) return;
-      closing = true;
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([closed, new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
-      clearTimeout(timer);
-      server.closeAllConnections();
-      await closed;
-      publisher.close();
-      await Promise.all([workflowCache.stop(), workspaceCache.stop()]);
-      await client.close();
-      log.info('gateway stopped');
-    },
-  };
+    const webhookDeps: WebhookDeps = {
+      config,
+      workflows: this.#workflowCache,
+      workspaces: this.#workspaceCache,
+      // One socket write per event-loop turn for the jobs (and queued records) of all requests in it.
+      publisher: new PublishBatcher(this.#publisher),
+      stores: () => this.#stores,
+      limiter,
+      random: pooledRandom(),
+      log,
+      observeEnqueue: (s: number, outcome: string) => this.#metrics.enqueue(s, outcome),
+    };
+    const ops = createOpsRoutes({ ready: () => this.ready(), readyDetails: () => this.#readyDetails(), registry: this.#metrics.registry, log });
+    const route = this.#router(webhookDeps, ops);
+    this.#server = http.createServer(http1ServerOptions(config.http), route);
+    limitHttp1Server(this.#server, config.http);
+  }
+
+  get port(): number {
+    return this.#port ?? 0;
+  }
+
+  ready(): boolean {
+    return this.state === 'ready' && this.#client.isConnected && this.#stores !== undefined && this.#workflowCache.ready && this.#workspaceCache.ready;
+  }
+
+  /** Binds the port; when it cannot, what the constructor started is stopped and the error rethrown. */
+  async listen(): Promise<void> {
+    const config = this.#config;
+    this.#port = await listenOrUndo(this.#server, config.port, config.host, () => this.destroy());
+    if (!config.baseUrlSet) config.baseUrl = `http://127.0.0.1:${this.#port}`;
+    this.started();
+    this.#log.info({ host: config.host, port: this.#port, nats: config.nats.shown, baseUrl: config.baseUrl, maxBodyBytes: config.maxBodyBytes, webhookRate: config.webhookRate }, 'gateway listening');
+  }
+
+  protected async drain(grace: Grace): Promise<void> {
+    this.#setUp.close();
+    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    this.#server.closeIdleConnections();
+    await grace.within(closed);
+    this.#server.closeAllConnections();
+    await closed;
+  }
+
+  protected async release(): Promise<void> {
+    this.#publisher.close();
+    await Promise.all([this.#workflowCache.close(), this.#workspaceCache.close()]);
+    await this.#client.close(this.destroyed ? 0 : undefined);
+    if (this.#port !== undefined) this.#log.info('gateway stopped');
+  }
+
+  async #setUpStreams(nc: NatsConnection): Promise<void> {
+    const config = this.#config;
+    const jsm = await jetstreamManager(nc, { timeout: 3000 });
+    const maxJob = maxJobBytes(config.maxBodyBytes);
+    await ensureJobsStream(jsm, { ...config.stream, maxMsgSize: maxJob });
+    const buckets = await ensureKvBuckets(nc, jsm, { idempotencyTtlMs: config.idempotencyTtlMs, replicas: config.stream.replicas, timeoutMs: 3000 });
+    const workspaces = await ensureWorkspacesBucket(nc, jsm, { replicas: config.stream.replicas });
+    const problem = checkMaxPayload(nc, maxJob);
+    if (problem) this.#log.error({ maxBodyBytes: config.maxBodyBytes }, `${problem}; larger webhooks are answered 413`);
+    this.#stores = {
+      idempotency: buckets.idempotency,
+      workflows: new WorkflowRepository(buckets.workflows, buckets.webhooks, jsm, config.dataKeys),
+      executions: new ExecutionRepository(buckets.executions, jsm),
+      workspaces: new WorkspaceRepository(workspaces),
+      maxPayload: nc.info?.max_payload,
+    };
+  }
+
+  #readyDetails(): Record<string, unknown> {
+    return {
+      nats: this.#client.state,
+      streamReady: this.#stores !== undefined,
+      workflowsLoaded: this.#workflowCache.ready,
+      workspacesLoaded: this.#workspaceCache.ready,
+    };
+  }
+
+  /** The request handler: webhooks, then the ops routes, then the control plane (token checked on the head). */
+  #router(webhookDeps: WebhookDeps, ops: OpsRoutes): http.RequestListener {
+    const config = this.#config;
+    const connectHandler = connectNodeAdapter({
+      connect: true,
+      grpcWeb: true,
+      // gRPC needs HTTP/2; this port is HTTP/1.1 (see control-plane.ts).
+      grpc: false,
+      readMaxBytes: 64 * MiB,
+      jsonOptions: controlPlaneJsonOptions(),
+      interceptors: [adminAuth(config.adminToken), strictEnums()],
+      routes: (router) => registerControlPlane(router, { config, stores: () => this.#stores, workflowCache: this.#workflowCache, log: this.#log }),
+      fallback: (_req, res) => sendError(res as http.ServerResponse, new WebhookError('not_found', 'no such route')),
+    });
+    const isAdmin = adminTokenCheck(config.adminToken);
+    return (req, res) => {
+      const seen: Seen = { route: 'other', started: performance.now() };
+      res.once('finish', () => this.#accessLog(req, res, seen));
+      const target = splitTarget(req.url ?? '/');
+      if (target.pathname.startsWith(WEBHOOK_PATH_PREFIX)) {
+        seen.route = 'webhook';
+        void handleWebhook(req, res, target, webhookDeps).then((o) => (seen.outcome = o));
+        return;
+      }
+      const opsRoute = ops(req, res);
+      if (opsRoute !== undefined) {
+        seen.route = opsRoute;
+        return;
+      }
+      const input = CONTROL_PLANE_INPUTS.get(target.pathname);
+      if (input === undefined) {
+        answerThenDiscard(req, res, UNAUTHENTICATED_BODY_BYTES, () => sendError(res, new WebhookError('not_found', 'no such route')));
+        return;
+      }
+      seen.route = 'control_plane';
+      // The admin token is checked on the request head, before connect-node reads (and decompresses) a
+      // body: 20 unauthenticated 340 KiB gzip bodies of 60 MiB JSON each took the gateway to 2 GB.
+      if (!isAdmin(req.headers.authorization)) {
+        answerThenDiscard(req, res, UNAUTHENTICATED_BODY_BYTES, () => sendUnauthenticated(req, res));
+        return;
+      }
+      if ((req.headers['content-type'] ?? '').startsWith('application/json')) nameEnumFieldInErrors(res, input);
+      connectHandler(req, res);
+    };
+  }
+
+  /** One access-log line and one metrics count per finished request. */
+  #accessLog(req: http.IncomingMessage, res: http.ServerResponse, seen: Seen): void {
+    const { route, outcome } = seen;
+    this.#metrics.request(route, res.statusCode);
+    const fields = { route, method: req.method, url: scrubUrl(req.url ?? ''), status: res.statusCode, ms: Math.round((performance.now() - seen.started) * 10) / 10 };
+    if (route === 'webhook') {
+      // An accepted webhook is logged at debug: the executor logs every execution at info (with its ids), and
+      // ldbox_gateway_requests_total counts the 202s; a line per accepted call cost ~10 % of the gateway's CPU
+      // (bench/webhook). Refused calls (4xx/5xx) stay at info.
+      const line = { ...fields, workflowId: outcome?.workflowId, executionId: outcome?.executionId, code: outcome?.code };
+      if (res.statusCode === 202) this.#log.debug(line, 'webhook');
+      else this.#log.info(line, 'webhook');
+    } else if (route === 'control_plane' || route === 'other') this.#log.info(fields, 'request');
+    else this.#log.debug(fields, 'request');
+  }
+}
+
+/** What the access log learns of a request while it is handled. */
+interface Seen {
+  route: RouteLabel;
+  started: number;
+  outcome?: WebhookOutcome;
 }
 
 /**

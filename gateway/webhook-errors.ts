@@ -4,6 +4,10 @@
  * is for people and never contains a secret.
  */
 import type { ServerResponse } from 'node:http';
+import { sendJson } from '../src/http/send-json.js';
+
+/** The JSON writer of every gateway answer (src/http/send-json.ts). */
+export { sendJson };
 
 export const WEBHOOK_ERRORS = {
   /** The path's workflow id is not `wf_` + 20 base32 characters (checked before any lookup). */
@@ -58,13 +62,6 @@ export class WebhookError extends Error {
     super(message);
     this.status = WEBHOOK_ERRORS[code];
   }
-}
-
-/** Writes a JSON body with the status; `Content-Length` set, so keep-alive works. */
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const data = Buffer.from(JSON.stringify(body), 'utf8');
-  res.writeHead(status, { ...headers, 'content-type': 'application/json; charset=utf-8', 'content-length': String(data.length) });
-  res.end(data);
 }
 
 export function sendError(res: ServerResponse, err: WebhookError): void {

@@ -9,17 +9,18 @@ import { Health } from '../../src/gen/grpc/health/v1/health_pb.js';
 import type { Logger } from '../../src/logging/logger.js';
 import { createRunnerPool, type RunnerPool } from '../pool/index.js';
 import { bearerAuth, createTokenCheck } from './bearer-auth.js';
+import { type Grace, RoleLifecycle, type RoleState } from '../../src/lifecycle/role-lifecycle.js';
 import { dropUnreachableDeadlines, parseConnectTimeout, parseGrpcTimeout } from './call-deadline.js';
 import { ConnectUnaryCall } from './connect-unary-call.js';
 import { http1ServerOptions, http2ServerSettings, limitHttp2Server } from '../../src/http/connection-limits.js';
-import { createDualProtocolListener } from './dual-protocol-listener.js';
+import { createOpsRoutes } from '../../src/http/ops-routes.js';
+import { createDualProtocolListener, type DualProtocolListener } from './dual-protocol-listener.js';
 import { connectUnaryEncoding, isPlainGrpcExecute } from './execute-paths.js';
 import { createExecuteRoute } from './execute-route.js';
 import { GrpcUnaryCall } from './grpc-unary-call.js';
 import { claimStreamsFirst } from './stream-router.js';
 import { withSpecGrpcMessage } from './grpc-message-encoding.js';
 import { createHealthStatus, registerHealthService, type HealthStatus } from './health-service.js';
-import { createOpsRoutes } from './ops-routes.js';
 import { registerReflectionService } from './reflection-service.js';
 import { createRunnerMetrics } from './runner-metrics.js';
 import { registerRunnerService } from './runner-service.js';
@@ -31,12 +32,16 @@ export interface RunnerServer {
   readonly health: HealthStatus;
   /** The Prometheus registry `/metrics` serves (an in-process `ldbox dev` may serve or merge it). */
   readonly metrics: Registry;
+  /** Where the runner is in its lifecycle (src/lifecycle/role-lifecycle.ts). */
+  readonly state: RoleState;
   /**
    * Stops taking calls, lets running ones finish (up to `timeoutMs`), then closes connections and workers.
    * While it drains the port still accepts connections, so that probes read `/readyz` 503 and gRPC
-   * health NOT_SERVING rather than a refused connection; new calls get UNAVAILABLE.
+   * health NOT_SERVING rather than a refused connection; new calls get UNAVAILABLE. Idempotent.
    */
   close(timeoutMs?: number): Promise<void>;
+  /** Stops at once: running calls are cancelled, connections dropped. Idempotent; cuts a running `close()` short. */
+  destroy(): Promise<void>;
 }
 
 /** Settings for tests; production takes the defaults. */
@@ -47,7 +52,7 @@ export interface StartRunnerOptions {
 
 /**
  * Starts the runner: RunnerService, grpc.health.v1 and server reflection, speaking gRPC, gRPC-Web and
- * Connect, plus `/healthz`, `/readyz` and `/metrics` (ops-routes.ts), all on one port that takes both
+ * Connect, plus `/healthz`, `/readyz` and `/metrics` (src/http/ops-routes.ts), all on one port that takes both
  * cleartext HTTP/2 (gRPC clients) and HTTP/1.1 (Prometheus, curl, Connect JSON) — or, with
  * LDBOX_RUNNER_TLS_CERT/_KEY, both over TLS only, chosen by ALPN (test/runner/runner-tls.test.ts).
  *
@@ -57,132 +62,175 @@ export interface StartRunnerOptions {
  * gRPC+JSON, compressed calls, GetPoolStatus, health, reflection) goes to connect-node.
  */
 export async function startRunnerServer(config: RunnerConfig, log: Logger, options: StartRunnerOptions = {}): Promise<RunnerServer> {
-  const pool = createRunnerPool(config.pool, { maxCodeBytes: config.maxCodeBytes, maxInputBytes: config.maxInputBytes });
-  const health = createHealthStatus();
-  const metrics = createRunnerMetrics(pool);
-  const open = new Set([Health.typeName]);
-  // The largest response: a maximal result and logs (both can double when encoded), plus the rest.
-  const maxResponseBytes = config.pool.maxResultBytes * 2 + config.pool.maxLogChars * 2 + 64 * 1024;
-  const handler = connectNodeAdapter({
-    grpc: true,
-    grpcWeb: true,
-    connect: true,
-    // A request holds code + input + auth; a response the result plus logs.
-    readMaxBytes: config.maxCodeBytes + 2 * config.maxInputBytes + 64 * 1024,
-    writeMaxBytes: maxResponseBytes,
-    // Metrics first: calls the token check refuses are counted as `rejected`.
-    interceptors: [metrics.interceptor, ...(config.token ? [bearerAuth(config.token, open)] : [])],
-    routes: (router) => {
-      registerRunnerService(router, pool, config, log);
-      registerHealthService(router, health);
-      registerReflectionService(router, [file_ldbox_runner_v1_runner]);
-    },
-  });
-  const ops = createOpsRoutes({ health, registry: metrics.registry, log });
-  const execute = createExecuteRoute({ pool, config, metrics, log, tokenCheck: config.token === undefined ? undefined : createTokenCheck(config.token) });
-  // Connect unary Execute (JSON or binary, uncompressed), over HTTP/1.1 or HTTP/2: read by the runner.
-  const connectExecute = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse): boolean => {
-    const encoding = connectUnaryEncoding(req.method, req.url, req.headers);
-    if (encoding === undefined) return false;
-    const call = new ConnectUnaryCall(req, res, encoding === 'json' ? 'application/json' : 'application/proto');
-    execute(call, req.headers, { encoding, grpcFramed: false, timeout: parseConnectTimeout(req.headers['connect-timeout-ms']) });
-    return true;
-  };
+  const runner = new RunnerRole(config, log, options);
+  await runner.listen();
+  return runner;
+}
 
-  const rpc = withSpecGrpcMessage(handler);
-  // Node refuses new streams of a session with ENHANCE_YOUR_CALM (clients see RESOURCE_EXHAUSTED) once the
-  // data it holds for that session passes maxSessionMemory (default 10 MB). One maximal result (~11 MB
-  // as protobuf for 1M numbers) crossed it, so every other call sharing the connection — other tenants'
-  // calls from the same executor — failed while it was being sent. Room for a few maximal responses:
-  const maxResponseMb = Math.ceil(maxResponseBytes / 1_000_000);
-  // SETTINGS_MAX_CONCURRENT_STREAMS: without it a few connections held 120k half-open Execute streams
-  // (each answered UNAUTHENTICATED, but never ended by the client) and ran the process out of heap.
-  const h2server = http2.createServer({ maxSessionMemory: Math.max(10, 4 * maxResponseMb), settings: http2ServerSettings(config.http) }, (req, res) => {
-    if (ops(req, res) || connectExecute(req, res)) return;
-    dropUnreachableDeadlines(req.headers);
-    rpc(req, res);
-  });
-  // The hot path: binary gRPC Execute on the bare stream, before the compatibility API sees it.
-  claimStreamsFirst(h2server, (stream, headers) => {
-    if (!isPlainGrpcExecute(headers)) return false;
-    execute(new GrpcUnaryCall(stream), headers, { encoding: 'proto', grpcFramed: true, timeout: parseGrpcTimeout(headers['grpc-timeout']) });
-    return true;
-  });
-  limitHttp2Server(h2server, config.http);
-  const sessions = new Set<http2.ServerHttp2Session>();
-  h2server.on('session', (s) => {
-    sessions.add(s);
-    s.on('close', () => sessions.delete(s));
-  });
+/** The runner's parts, wired in the constructor; {@link RoleLifecycle} holds its state. */
+class RunnerRole extends RoleLifecycle implements RunnerServer {
+  readonly pool: RunnerPool;
+  readonly health: HealthStatus;
+  readonly metrics: Registry;
+  readonly #config: RunnerConfig;
+  readonly #log: Logger;
+  readonly #h1server: http.Server;
+  readonly #listener: DualProtocolListener;
+  readonly #sessions = new Set<http2.ServerHttp2Session>();
+  readonly #http1Responses = new Set<http.ServerResponse>();
+  #poolClosed: Promise<void> | undefined;
+  #port: number | undefined;
 
-  let draining = false;
-  const http1Responses = new Set<http.ServerResponse>();
-  const h1server = http.createServer(http1ServerOptions(config.http), (req, res) => {
-    // While draining, each response ends its connection, so that keep-alive clients leave.
-    if (draining) res.setHeader('connection', 'close');
-    http1Responses.add(res);
-    res.once('close', () => http1Responses.delete(res));
-    if (ops(req, res) || connectExecute(req, res)) return;
-    dropUnreachableDeadlines(req.headers);
-    handler(req, res);
-  });
-  // node:http starts tracking its connections (headersTimeout, requestTimeout, closeIdleConnections,
-  // closeAllConnections) on its own 'listening' event; this server never listens itself.
-  h1server.emit('listening');
-
-  const listener = createDualProtocolListener({
-    http1: h1server,
-    http2: h2server,
-    ...(config.tls === undefined
-      ? {}
-      : {
-          tls: {
-            cert: config.tls.cert,
-            key: config.tls.key,
-            ...(config.tls.clientCa === undefined ? {} : { ca: config.tls.clientCa, requestCert: true, rejectUnauthorized: true }),
-          },
-        }),
-    sniffTimeoutMs: options.sniffTimeoutMs ?? config.http.headersTimeoutMs,
-    maxConnections: config.http.maxConnections,
-  });
-  const server = listener.server;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => {
-      server.off('error', reject);
-      resolve();
+  constructor(config: RunnerConfig, log: Logger, options: StartRunnerOptions) {
+    super();
+    this.#config = config;
+    this.#log = log;
+    const pool = (this.pool = createRunnerPool(config.pool, { maxCodeBytes: config.maxCodeBytes, maxInputBytes: config.maxInputBytes }));
+    const health = (this.health = createHealthStatus());
+    const metrics = createRunnerMetrics(pool);
+    this.metrics = metrics.registry;
+    const open = new Set([Health.typeName]);
+    // The largest response: a maximal result and logs (both can double when encoded), plus the rest.
+    const maxResponseBytes = config.pool.maxResultBytes * 2 + config.pool.maxLogChars * 2 + 64 * 1024;
+    const handler = connectNodeAdapter({
+      grpc: true,
+      grpcWeb: true,
+      connect: true,
+      // A request holds code + input + auth; a response the result plus logs.
+      readMaxBytes: config.maxCodeBytes + 2 * config.maxInputBytes + 64 * 1024,
+      writeMaxBytes: maxResponseBytes,
+      // Metrics first: calls the token check refuses are counted as `rejected`.
+      interceptors: [metrics.interceptor, ...(config.token ? [bearerAuth(config.token, open)] : [])],
+      routes: (router) => {
+        registerRunnerService(router, pool, config, log);
+        registerHealthService(router, health);
+        registerReflectionService(router, [file_ldbox_runner_v1_runner]);
+      },
     });
-  });
-  // Accept failures (EMFILE and the like) come as 'error' events; logged, they must not end the process.
-  server.on('error', (err) => log.error({ err: err.message }, 'runner listener error'));
-  const port = (server.address() as AddressInfo).port;
-  health.set('', 'SERVING');
-  health.set(RunnerService.typeName, 'SERVING');
-  log.info(
-    { host: config.host, port, workers: config.pool.size, tokenRequired: config.token !== undefined, tls: config.tls !== undefined, clientCertRequired: config.tls?.clientCa !== undefined },
-    'runner listening',
-  );
+    const ops = createOpsRoutes({ ready: () => health.get(RunnerService.typeName) === 'SERVING', registry: metrics.registry, log });
+    const execute = createExecuteRoute({ pool, config, metrics, log, tokenCheck: config.token === undefined ? undefined : createTokenCheck(config.token) });
+    // Connect unary Execute (JSON or binary, uncompressed), over HTTP/1.1 or HTTP/2: read by the runner.
+    const connectExecute = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse): boolean => {
+      const encoding = connectUnaryEncoding(req.method, req.url, req.headers);
+      if (encoding === undefined) return false;
+      const call = new ConnectUnaryCall(req, res, encoding === 'json' ? 'application/json' : 'application/proto');
+      execute(call, req.headers, { encoding, grpcFramed: false, timeout: parseConnectTimeout(req.headers['connect-timeout-ms']) });
+      return true;
+    };
 
-  return {
-    port,
-    pool,
-    health,
-    metrics: metrics.registry,
-    async close(timeoutMs = 10_000) {
-      health.set('', 'NOT_SERVING');
-      health.set(RunnerService.typeName, 'NOT_SERVING');
-      draining = true;
-      // GOAWAY: clients open their next calls elsewhere; streams already running finish.
-      for (const s of sessions) s.close();
-      h1server.closeIdleConnections();
-      for (const res of http1Responses) if (!res.headersSent) res.setHeader('connection', 'close');
-      await pool.close(timeoutMs);
-      const closed = listener.close();
-      for (const s of sessions) s.destroy();
-      h1server.closeAllConnections();
-      // Stops node:http's connection-checking timer; the error (it never listened) says nothing new.
-      h1server.close(() => {});
-      await closed;
-    },
-  };
+    const rpc = withSpecGrpcMessage(handler);
+    // Node refuses new streams of a session with ENHANCE_YOUR_CALM (clients see RESOURCE_EXHAUSTED) once the
+    // data it holds for that session passes maxSessionMemory (default 10 MB). One maximal result (~11 MB
+    // as protobuf for 1M numbers) crossed it, so every other call sharing the connection — other tenants'
+    // calls from the same executor — failed while it was being sent. Room for a few maximal responses:
+    const maxResponseMb = Math.ceil(maxResponseBytes / 1_000_000);
+    // SETTINGS_MAX_CONCURRENT_STREAMS: without it a few connections held 120k half-open Execute streams
+    // (each answered UNAUTHENTICATED, but never ended by the client) and ran the process out of heap.
+    const h2server = http2.createServer({ maxSessionMemory: Math.max(10, 4 * maxResponseMb), settings: http2ServerSettings(config.http) }, (req, res) => {
+      if (ops(req, res) || connectExecute(req, res)) return;
+      dropUnreachableDeadlines(req.headers);
+      rpc(req, res);
+    });
+    // The hot path: binary gRPC Execute on the bare stream, before the compatibility API sees it.
+    claimStreamsFirst(h2server, (stream, headers) => {
+      if (!isPlainGrpcExecute(headers)) return false;
+      execute(new GrpcUnaryCall(stream), headers, { encoding: 'proto', grpcFramed: true, timeout: parseGrpcTimeout(headers['grpc-timeout']) });
+      return true;
+    });
+    limitHttp2Server(h2server, config.http);
+    h2server.on('session', (s) => {
+      this.#sessions.add(s);
+      s.on('close', () => this.#sessions.delete(s));
+    });
+
+    this.#h1server = http.createServer(http1ServerOptions(config.http), (req, res) => {
+      // While draining, each response ends its connection, so that keep-alive clients leave.
+      if (this.stopping) res.setHeader('connection', 'close');
+      this.#http1Responses.add(res);
+      res.once('close', () => this.#http1Responses.delete(res));
+      if (ops(req, res) || connectExecute(req, res)) return;
+      dropUnreachableDeadlines(req.headers);
+      handler(req, res);
+    });
+    // node:http starts tracking its connections (headersTimeout, requestTimeout, closeIdleConnections,
+    // closeAllConnections) on its own 'listening' event; this server never listens itself.
+    this.#h1server.emit('listening');
+
+    this.#listener = createDualProtocolListener({
+      http1: this.#h1server,
+      http2: h2server,
+      ...(config.tls === undefined
+        ? {}
+        : {
+            tls: {
+              cert: config.tls.cert,
+              key: config.tls.key,
+              ...(config.tls.clientCa === undefined ? {} : { ca: config.tls.clientCa, requestCert: true, rejectUnauthorized: true }),
+            },
+          }),
+      sniffTimeoutMs: options.sniffTimeoutMs ?? config.http.headersTimeoutMs,
+      maxConnections: config.http.maxConnections,
+    });
+  }
+
+  get port(): number {
+    return this.#port ?? 0;
+  }
+
+  /** Binds the port and marks every service SERVING; when it cannot bind, the workers are stopped and the error rethrown. */
+  async listen(): Promise<void> {
+    const config = this.#config;
+    const server = this.#listener.server;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(config.port, config.host, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+    } catch (err) {
+      await this.destroy();
+      throw err;
+    }
+    // Accept failures (EMFILE and the like) come as 'error' events; logged, they must not end the process.
+    server.on('error', (err) => this.#log.error({ err: err.message }, 'runner listener error'));
+    this.#port = (server.address() as AddressInfo).port;
+    this.health.set('', 'SERVING');
+    this.health.set(RunnerService.typeName, 'SERVING');
+    this.started();
+    this.#log.info(
+      { host: config.host, port: this.#port, workers: config.pool.size, tokenRequired: config.token !== undefined, tls: config.tls !== undefined, clientCertRequired: config.tls?.clientCa !== undefined },
+      'runner listening',
+    );
+  }
+
+  protected async drain(grace: Grace): Promise<void> {
+    this.health.set('', 'NOT_SERVING');
+    this.health.set(RunnerService.typeName, 'NOT_SERVING');
+    // GOAWAY: clients open their next calls elsewhere; streams already running finish.
+    for (const s of this.#sessions) s.close();
+    this.#h1server.closeIdleConnections();
+    for (const res of this.#http1Responses) if (!res.headersSent) res.setHeader('connection', 'close');
+    // The pool keeps its own drain timer (grace.timeoutMs); destroy() during it moves on to dropping the
+    // connections, which cancels the calls still running (their signals abort).
+    this.#poolClosed = this.pool.close(grace.timeoutMs);
+    await Promise.race([this.#poolClosed, aborted(grace.signal)]);
+  }
+
+  protected async release(): Promise<void> {
+    const closed = this.#listener.close();
+    for (const s of this.#sessions) s.destroy();
+    this.#h1server.closeAllConnections();
+    // Stops node:http's connection-checking timer; the error (it never listened) says nothing new.
+    this.#h1server.close(() => {});
+    await closed;
+    await (this.#poolClosed ?? this.pool.close(0));
+  }
+}
+
+/** Resolves when `signal` aborts (never, if it does not). */
+function aborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 }

@@ -1,7 +1,6 @@
 /** Small pieces every role's HTTP server shares. */
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Registry } from 'prom-client';
 
 /**
  * Listens on `host:port` and resolves with the bound port. When the port cannot be taken, `undo` runs
@@ -22,15 +21,4 @@ export async function listenOrUndo(server: http.Server, port: number, host: stri
     throw err;
   }
   return (server.address() as AddressInfo).port;
-}
-
-/** Answers with the registry's metrics in Prometheus text format, or with `onError` when collecting failed. */
-export function sendMetrics(res: http.ServerResponse, registry: Registry, onError: (err: Error) => void): void {
-  registry.metrics().then(
-    (text) => {
-      res.writeHead(200, { 'content-type': registry.contentType });
-      res.end(text);
-    },
-    (err: Error) => onError(err),
-  );
 }

@@ -227,7 +227,7 @@ export interface JobConsumerLoop {
   /** Jobs being handled right now. */
   readonly inFlight: number;
   /** Stop pulling, wait for jobs in flight to finish. */
-  stop(): Promise<void>;
+  close(): Promise<void>;
 }
 
 function safeUnsubscribe(sub: Subscription | undefined): void {
@@ -392,7 +392,7 @@ export function runJobConsumer(opts: RunJobConsumerOptions): JobConsumerLoop {
     get inFlight() {
       return inFlight;
     },
-    async stop() {
+    async close() {
       stopCtl.abort();
       await all;
       safeUnsubscribe(advisorySub?.sub);

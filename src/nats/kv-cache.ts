@@ -81,7 +81,8 @@ export class KvCache<T> {
     return new Promise((r) => this.#readyWaiters.push(r));
   }
 
-  async stop(): Promise<void> {
+  /** Stops watching; resolves once the watch loop has ended. (`close`, the one verb for stopping things.) */
+  async close(): Promise<void> {
     this.#offState();
     this.#stop.abort();
     this.#restart?.();

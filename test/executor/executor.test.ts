@@ -207,3 +207,17 @@ t.test('stopping while NATS is away and a job runs: close() cancels the run and 
   t.ok(Date.now() - t0 < 8000, `close() returned in ${Date.now() - t0} ms, without waiting out the 5 s node or NATS`);
   t.equal(ex.inFlight, 0);
 });
+
+t.test('destroy() cancels a running job at once and gives it back; the executor is closed', async (t) => {
+  const s = await stackFixture(t, { noExecutor: true });
+  const ex = await s.startExecutor();
+  t.equal(ex.state, 'ready');
+  const wf = await createFlow(s.base, [{ id: 'slow', code: 'await ld.wait(20000); return 1' }]);
+  const id = (await hook(s.base, wf.id, { body: {} })).json.executionId;
+  await waitFor(async () => (await getExecution(s.base, id))?.status === 'EXECUTION_STATUS_RUNNING', 10_000, 'running');
+  const t0 = Date.now();
+  await ex.destroy();
+  t.ok(Date.now() - t0 < 8000, `destroy() returned in ${Date.now() - t0} ms, without the 20 s node or the 10 s grace`);
+  t.same([ex.state, ex.inFlight, ex.ready()], ['closed', 0, false]);
+  t.equal(ex.close(), ex.destroy(), 'close() after destroy() is the same promise');
+});

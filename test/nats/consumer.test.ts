@@ -55,11 +55,11 @@ t.test('heartbeats keep a job that runs longer than ack_wait; it is delivered on
     },
     onExhausted: async () => void t.fail('not exhausted'),
   });
-  t.teardown(() => loop.stop());
+  t.teardown(() => loop.close());
   await waitFor(async () => attempts.length === 1 && (await messages(jsm)) === 0, 6000, 'job done');
   await sleep(300);
   t.same(attempts, [1], 'one delivery, no redelivery during the 2.5 s run');
-  await loop.stop();
+  await loop.close();
 });
 
 t.test('failed attempts are retried with a delay; the last one is flagged and recorded, then the job is removed', async (t) => {
@@ -80,7 +80,7 @@ t.test('failed attempts are retried with a delay; the last one is flagged and re
       exhausted.push({ attempt: job.attempt, error: (error as Error).message });
     },
   });
-  t.teardown(() => loop.stop());
+  t.teardown(() => loop.close());
   await waitFor(() => exhausted.length === 1, 5000, 'exhausted');
   await waitFor(async () => (await messages(jsm)) === 0, 2000, 'job removed');
   t.same(
@@ -95,7 +95,7 @@ t.test('failed attempts are retried with a delay; the last one is flagged and re
   t.same(exhausted, [{ attempt: 3, error: 'boom 3' }], 'failure recorded once, on the last attempt');
   await sleep(2500); // longer than ack_wait: term removed it for good
   t.equal(seen.length, 3, 'never delivered again');
-  await loop.stop();
+  await loop.close();
 });
 
 t.test('a process dying during the last attempt: the job comes back once more and is recorded as failed, not run', async (t) => {
@@ -114,12 +114,12 @@ t.test('a process dying during the last attempt: the job comes back once more an
     handler: async (job) => void handled.push(job.attempt),
     onExhausted: async (job, error) => void exhausted.push({ attempt: job.attempt, error }),
   });
-  t.teardown(() => loop.stop());
+  t.teardown(() => loop.close());
   await waitFor(() => exhausted.length === 1, 5000, 'exhausted');
   t.same(exhausted, [{ attempt: 3, error: undefined }], 'delivery 3 > 2 attempts: recorded as failed');
   t.same(handled, [], 'the handler did not run it again');
   await waitFor(async () => (await messages(jsm)) === 0, 2000, 'job removed');
-  await loop.stop();
+  await loop.close();
 });
 
 t.test('if recording the failure fails, the job is retried within the extra deliveries', async (t) => {
@@ -139,10 +139,10 @@ t.test('if recording the failure fails, the job is retried within the extra deli
       if (calls === 1) throw new Error('KV down');
     },
   });
-  t.teardown(() => loop.stop());
+  t.teardown(() => loop.close());
   await waitFor(() => calls === 2, 5000, 'second recording');
   await waitFor(async () => (await messages(jsm)) === 0, 2000, 'job removed');
-  await loop.stop();
+  await loop.close();
 });
 
 t.test('nats-server 2.9 ignores `term` with a reason; Job.term() sends a bare term that removes the job', async (t) => {
@@ -184,7 +184,7 @@ t.test('concurrency: jobs are spread over the slots; stop waits for jobs in flig
   t.equal(maxRunning, 4, 'four at a time');
   t.same([...done].sort((a, b) => a - b), Array.from({ length: 12 }, (_, i) => i + 1));
   const t0 = Date.now();
-  await loop.stop();
+  await loop.close();
   t.ok(Date.now() - t0 < 500, `stop does not wait out the pending pulls (${Date.now() - t0} ms)`);
   t.equal(await messages(jsm), 0);
 
@@ -204,7 +204,7 @@ t.test('concurrency: jobs are spread over the slots; stop waits for jobs in flig
   await pub.publish(jobSubject('wf'), enc.encode(JSON.stringify({ n: 13 })));
   pub.close();
   await waitFor(() => running === 1, 3000, 'slow job running');
-  await loop2.stop();
+  await loop2.close();
   t.equal(done.at(-1), 13, 'stop waited for the job in flight');
   t.equal(await messages(jsm), 0, 'and it was acked');
 });

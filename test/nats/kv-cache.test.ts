@@ -21,7 +21,7 @@ t.test('initial values, then puts, updates, deletes and purges are mirrored in m
   await kv.delete('gone');
 
   const cache = watchKvBucket<Wf>({ client, bucket: KV_BUCKETS.workflows });
-  t.teardown(() => cache.stop());
+  t.teardown(() => cache.close());
   t.equal(cache.ready, false);
   await cache.whenReady();
   t.equal(cache.ready, true);
@@ -56,7 +56,7 @@ t.test('an empty bucket is ready at once and fills up', async (t) => {
   const { client, jsm } = await natsFixture(t);
   const { webhooks: kv } = await ensureKvBuckets(client.nc, jsm);
   const cache = watchKvBucket<string>({ client, bucket: KV_BUCKETS.webhooks, decode: (v) => new TextDecoder().decode(v) });
-  t.teardown(() => cache.stop());
+  t.teardown(() => cache.close());
   await cache.whenReady();
   t.equal(cache.size, 0);
   await kv.put('hook1', 'wf1');
@@ -66,7 +66,7 @@ t.test('an empty bucket is ready at once and fills up', async (t) => {
 t.test('a missing bucket: not ready, and ready once it is created', async (t) => {
   const { client, jsm } = await natsFixture(t);
   const cache = watchKvBucket<Wf>({ client, bucket: KV_BUCKETS.workflows, retryDelayMs: 100 });
-  t.teardown(() => cache.stop());
+  t.teardown(() => cache.close());
   await new Promise((r) => setTimeout(r, 300));
   t.equal(cache.ready, false);
   const { workflows: kv } = await ensureKvBuckets(client.nc, jsm);

@@ -94,7 +94,7 @@ t.test('the consumer loop and the KV cache ride out a server crash and resume on
   const { workflows } = await ensureKvBuckets(client.nc, jsm);
   await workflows.put('wf1', JSON.stringify({ v: 1 }));
   const cache = watchKvBucket<{ v: number }>({ client, bucket: KV_BUCKETS.workflows });
-  t.teardown(() => cache.stop());
+  t.teardown(() => cache.close());
   await cache.whenReady();
 
   const processed = new Set<number>();
@@ -108,7 +108,7 @@ t.test('the consumer loop and the KV cache ride out a server crash and resume on
     },
     onExhausted: async () => void t.fail('no job should be exhausted'),
   });
-  t.teardown(() => loop.stop());
+  t.teardown(() => loop.close());
 
   const pub = new JobPublisher(client);
   t.teardown(() => pub.close());
@@ -159,7 +159,7 @@ t.test('one client cut off (partition) while others write: it reports reconnecti
   const gateway = testClient(t, proxy.url, 'ldbox-gateway');
   await gateway.whenConnected();
   const cache = watchKvBucket<{ v: number }>({ client: gateway, bucket: KV_BUCKETS.workflows });
-  t.teardown(() => cache.stop());
+  t.teardown(() => cache.close());
   await cache.whenReady();
   t.equal(cache.size, 2);
   const pub = new JobPublisher(gateway, { timeoutMs: 2000 });

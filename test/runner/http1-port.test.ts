@@ -113,7 +113,7 @@ async function stillServes(t: Test, on: TestRunner = runner): Promise<void> {
 
 t.test('GET /healthz and /readyz over HTTP/1.1', async (t) => {
   const h = await get(runner.server.port, '/healthz');
-  t.same([h.httpVersion, h.status, h.headers['content-type'], JSON.parse(h.body)], ['1.1', 200, 'application/json', { status: 'ok' }]);
+  t.same([h.httpVersion, h.status, h.headers['content-type'], JSON.parse(h.body)], ['1.1', 200, 'application/json; charset=utf-8', { status: 'ok' }]);
   const r = await get(runner.server.port, '/readyz');
   t.same([r.status, JSON.parse(r.body)], [200, { status: 'ready' }]);
   const q = await get(runner.server.port, '/readyz?verbose=1');
@@ -231,6 +231,8 @@ t.test('/readyz turns 503 while the runner drains; running calls finish', async 
   while ((await draining.grpc.getPoolStatus()).busy === 0 && performance.now() < until) await delay(10);
   t.equal((await get(draining.server.port, '/readyz')).status, 200, 'ready before close');
   const closed = draining.server.close(5000);
+  t.equal(draining.server.state, 'draining');
+  t.equal(draining.server.close(), closed, 'close() is idempotent: the same promise');
   const r = await get(draining.server.port, '/readyz');
   t.same([r.status, JSON.parse(r.body)], [503, { status: 'not_ready' }], '503 while draining');
   const h = await get(draining.server.port, '/healthz');
@@ -240,6 +242,7 @@ t.test('/readyz turns 503 while the runner drains; running calls finish', async 
   t.equal(refused?.code, grpc.status.UNAVAILABLE, 'a new call: UNAVAILABLE (14)');
   t.equal(resultOf(await slow), 'finished', 'the running call finished');
   await closed;
+  t.equal(draining.server.state, 'closed');
   draining.grpc.raw.close();
   const after = await new Promise<string>((resolve) => {
     const socket = net.connect(draining.server.port, '127.0.0.1');
@@ -250,4 +253,17 @@ t.test('/readyz turns 503 while the runner drains; running calls finish', async 
     });
   });
   t.equal(after, 'ECONNREFUSED', 'the port is closed once close() resolved');
+});
+
+t.test('destroy() does not wait for running calls: they end at once', async (t) => {
+  const hard = await startTestRunner({ LDBOX_POOL_SIZE: '1' });
+  const slow = grpcError(hard.grpc.execute({ code: 'await ld.wait(30000);\nreturn "finished"' }));
+  const until = performance.now() + 3000;
+  while ((await hard.grpc.getPoolStatus()).busy === 0 && performance.now() < until) await delay(10);
+  const started = performance.now();
+  await hard.server.destroy();
+  t.equal(hard.server.state, 'closed');
+  t.ok(performance.now() - started < 5000, 'stopped without waiting out the 30 s call or the 10 s grace');
+  t.not((await slow)?.code, undefined, 'the running call failed');
+  hard.grpc.raw.close();
 });
