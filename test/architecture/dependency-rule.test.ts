@@ -11,6 +11,12 @@
  * - no area (a folder under src/ or runner/, or gateway/) takes part in a cycle of areas either, so
  *   runner/sandbox and runner/builtins, say, cannot each reach into the other through different files.
  *
+ * And surfaces (README, "Layout"): an `index.ts` is the way into its area or does not exist:
+ * - the shared layer has no `index.ts`: its files are imported by name, the direction keeps it in order;
+ * - an area's `index.ts` (or a second entry named in ENTRIES) is the only file other areas import from it;
+ * - the composition root reaches a role only through such an entry;
+ * - an area's `index.ts` is imported from outside the area (no dead surface).
+ *
  * Edges against the rule that cannot be removed yet are listed in ALLOWED with the reason; an entry that no
  * longer matches an edge fails too, so the list only shrinks.
  */
@@ -65,6 +71,18 @@ const ALLOWED: ReadonlyMap<string, string> = new Map([
     'src/executor/runner-wire.ts -> runner/wire/struct-entries.ts',
     "the executor reads the runner's struct entries (its reply format) with the runner's own decoder; to move with struct-entries.ts",
   ],
+]);
+
+/**
+ * Files other areas may import besides the area's `index.ts`. runner/builtins/guest-boundary.ts is the
+ * contract the sandbox and the built-ins share; importing it must not load the concrete table (index.ts).
+ */
+const ENTRIES: ReadonlySet<string> = new Set(['runner/builtins/guest-boundary.ts']);
+
+/** Ways into a role from the composition root that are not an entry, with the reason. */
+const ROOT_EDGES_ALLOWED: ReadonlyMap<string, string> = new Map([
+  ['src/cli/main.ts -> runner/server/runner-server.ts', 'runner/server has no index.ts yet; the folder is being changed elsewhere'],
+  ['src/dev/dev-command.ts -> runner/server/runner-server.ts', 'runner/server has no index.ts yet; the folder is being changed elsewhere'],
 ]);
 
 function sourceFiles(dir: string): string[] {
@@ -249,6 +267,41 @@ t.test('no cycles between areas', async (t) => {
     return `${cycle}\n  ${edges.join('\n  ')}`;
   });
   t.same(found, [], 'area cycles:\n' + found.join('\n'));
+});
+
+t.test('surfaces', async (t) => {
+  const files = [...graph.keys()];
+  const isAreaIndex = (f: string) => f === `${areaOf(f)}/index.ts`;
+  const indexed = new Set(files.filter(isAreaIndex).map(areaOf));
+  t.same(
+    files.filter((f) => f.endsWith('/index.ts') && layerOf(f) === 'shared'),
+    [],
+    'the shared layer has no index.ts',
+  );
+  const past: string[] = [];
+  const rootEdges: string[] = [];
+  const usedRoot = new Set<string>();
+  for (const [from, targets] of graph) {
+    for (const to of targets) {
+      const edge = `${from} -> ${to}`;
+      if (areaOf(from) === areaOf(to) || ALLOWED.has(edge)) continue;
+      const entry = isAreaIndex(to) || ENTRIES.has(to);
+      if (indexed.has(areaOf(to)) && !entry) past.push(edge);
+      if (layerOf(from) === 'root' && ROLES.has(layerOf(to)) && !entry) {
+        if (ROOT_EDGES_ALLOWED.has(edge)) usedRoot.add(edge);
+        else rootEdges.push(edge);
+      }
+    }
+  }
+  t.same(past, [], 'imports past an index.ts:\n' + past.join('\n'));
+  t.same(rootEdges, [], 'the composition root reaches into a role:\n' + rootEdges.join('\n'));
+  t.same([...ROOT_EDGES_ALLOWED.keys()].filter((e) => !usedRoot.has(e)), [], 'ROOT_EDGES_ALLOWED entries that no longer occur');
+  const imported = new Set([...graph].flatMap(([from, targets]) => targets.filter((to) => areaOf(to) !== areaOf(from))));
+  t.same(
+    files.filter((f) => isAreaIndex(f) && !imported.has(f)),
+    [],
+    'index.ts files nothing outside their area imports',
+  );
 });
 
 t.test('the cycle finder', async (t) => {
