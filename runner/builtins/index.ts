@@ -1,4 +1,4 @@
-import type { BuiltinModule, BuiltinTable, GuestBinding } from './builtin.js';
+import type { BuiltinModule, BuiltinTable, GuestBinding } from './guest-boundary.js';
 import { CLOUD } from './cloud/cloud-request.js';
 import { HTTP, sendRequest } from './http/index.js';
 import { UTILITIES } from './utilities.js';
@@ -6,8 +6,8 @@ import { RS256 } from './crypto/rs256.js';
 import { SQL_CHECKS } from './sql/sql-checks.js';
 import { FORMATS } from './formats/index.js';
 
-export type { BuiltinConfig, BuiltinContext, BuiltinModule, BuiltinTable, GuestBinding } from './builtin.js';
-export { DEFAULT_BUILTIN_CONFIG } from './builtin.js';
+export type { BuiltinConfig, BuiltinContext, BuiltinModule, BuiltinTable, GuestBinding, HostBuiltins } from './guest-boundary.js';
+export { DEFAULT_BUILTIN_CONFIG } from './guest-boundary.js';
 
 /** Every area's built-ins (spec "Sandbox functions"); ld.log lives in the prelude on top of `log`. */
 const MODULES: readonly BuiltinModule[] = [

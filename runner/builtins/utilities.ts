@@ -1,5 +1,4 @@
-import { GuestFacingError } from '../sandbox/guest-facing-error.js';
-import type { AsyncBuiltin, BuiltinModule, SyncBuiltin } from './builtin.js';
+import { type AsyncBuiltin, type BuiltinModule, GuestFacingError, type SyncBuiltin } from './guest-boundary.js';
 
 /** Spec "Utilities": ld.log, ld.wait, atob, btoa (Buffer.from lives in the guest prelude). */
 

@@ -1,5 +1,3 @@
-import { parseWithBinaries } from '../sandbox/data-crossing.js';
-import type { ResultKind } from '../sandbox/types.js';
 import { validateFilesResult, type ValidatedFile } from './files-result.js';
 import { validateNativeDownloadResult, type ValidatedDownload } from './native-download-result.js';
 import { validateNativeSearchResult } from './native-search-result.js';
@@ -9,6 +7,20 @@ import { jsonShape } from '../../src/json/json-shape.js';
 
 export { InvalidResultError, jsonShape };
 export type { ValidatedFile, ValidatedDownload };
+
+/** How the returned value is checked and delivered (mirrors ldbox.runner.v1.ResultKind). */
+export type ResultKind = 'generic' | 'files' | 'native-search' | 'native-download';
+
+/**
+ * The guest's serialised result as the sandbox read it (runner/sandbox/data-crossing.ts): its JSON text,
+ * whether that text is plain JSON (no binary or non-finite markers), and how to parse it with its
+ * binary values put back.
+ */
+export interface SerialisedResult {
+  readonly json: string;
+  readonly plain: boolean;
+  parse(): unknown;
+}
 
 export interface ValidatedResult {
   /** The value to return as JSON, binary values as base64 strings. */
@@ -23,7 +35,8 @@ export interface ValidatedResult {
  * a result of millions of tiny values cannot hold the worker or its memory. A generic result without
  * binary values is already the JSON to deliver and is passed on as it is, not parsed and written again.
  */
-export function validateResult(kind: ResultKind, json: string, token: string, binaries: Uint8Array[]): ValidatedResult {
+export function validateResult(kind: ResultKind, result: SerialisedResult): ValidatedResult {
+  const { json } = result;
   const shape = jsonShape(json);
   if (shape.depth > MAX_RESULT_DEPTH) {
     throw new InvalidResultError(
@@ -35,9 +48,8 @@ export function validateResult(kind: ResultKind, json: string, token: string, bi
       `the result holds ${shape.items} values, over the limit of ${MAX_RESULT_ITEMS}: return fewer, larger values (e.g. CSV text) or write the data elsewhere`,
     );
   }
-  // The marker token is random per call and never visible to user code: without it there is no marker.
-  if (kind === 'generic' && binaries.length === 0 && !json.includes(token)) return { resultJson: json };
-  const value = parseWithBinaries(json, token, binaries);
+  if (kind === 'generic' && result.plain) return { resultJson: json };
+  const value = result.parse();
   switch (kind) {
     case 'generic':
       return { resultJson: toJson(value) };

@@ -1,10 +1,21 @@
 import type { QuickJSContext, QuickJSHandle } from 'quickjs-emscripten';
-import type { BuiltinConfig, BuiltinContext } from '../builtins/index.js';
+import type { BuiltinConfig, BuiltinContext } from '../builtins/guest-boundary.js';
 import { GuestAllocationError } from './guest-allocation-error.js';
 import type { LogBuffer } from './log-buffer.js';
 import type { Redact } from './redactor.js';
 
 const CANCEL_POLL_MS = 50;
+
+/** Which call a realm serves right now; host functions and the interrupt handler read it. */
+export interface CallSlot {
+  call: CallState | undefined;
+  /**
+   * Marks binary values in data crossing the boundary (see data-crossing.ts). Random per realm and
+   * never visible to user code, so user data cannot forge a marker; free of NUL, since strings cross
+   * into QuickJS as C strings.
+   */
+  readonly token: string;
+}
 /** Host operations one call may have pending at once (a flood of ld.wait/ld.request promises). */
 export const MAX_PENDING_HOST_WORK = 10_000;
 

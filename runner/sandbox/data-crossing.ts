@@ -1,4 +1,5 @@
 import type { QuickJSContext, QuickJSHandle } from 'quickjs-emscripten';
+import { GuestFormData } from '../builtins/guest-boundary.js';
 
 /**
  * Values cross the sandbox boundary as data only: JSON text plus a list of byte buffers. The side that
@@ -8,13 +9,6 @@ import type { QuickJSContext, QuickJSHandle } from 'quickjs-emscripten';
  * as own data properties, so a `__proto__` key stays data on either side.
  */
 
-/**
- * A FormData built in the sandbox: its entries as appended, `[name, value]` or
- * `[name, base64Content, fileName]` (values are strings or bytes). Checked by the built-in that uses it.
- */
-export class GuestFormData {
-  constructor(readonly entries: unknown[]) {}
-}
 
 /** Parses guest-serialised JSON, putting the binary values back as Uint8Array (and FormData as GuestFormData). */
 export function parseWithBinaries(json: string, token: string, binaries: readonly Uint8Array[]): unknown {

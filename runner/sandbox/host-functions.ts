@@ -1,10 +1,8 @@
 import type { QuickJSContext, QuickJSHandle } from 'quickjs-emscripten';
-import type { BuiltinTable } from '../builtins/index.js';
-import { type CallState, MAX_PENDING_HOST_WORK } from './call-state.js';
+import { type BuiltinTable, GuestFacingError } from '../builtins/guest-boundary.js';
+import { type CallSlot, type CallState, MAX_PENDING_HOST_WORK } from './call-state.js';
 import { newGuestSuccess, parseWithBinaries, stringifyWithBinaries } from './data-crossing.js';
-import { GuestFacingError } from './guest-facing-error.js';
 import { GuestAllocationError } from './guest-allocation-error.js';
-import type { CallSlot } from './snapshot-realm.js';
 
 /**
  * The host side of the bridge the guest prelude calls: `invoke(name, json, binaries)` for synchronous

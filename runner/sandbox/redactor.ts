@@ -3,6 +3,7 @@
  * messages, and the encoded forms a secret takes on its way into a log line: JSON, URLs, base64).
  * Tests: test/runner/redaction.test.ts.
  */
+import type { Redact } from '../builtins/guest-boundary.js';
 
 export const REDACTED = '[REDACTED]';
 /** Marks a text cut at its length budget. */
@@ -27,16 +28,7 @@ export function collectSecrets(auth: unknown): string[] {
   return out;
 }
 
-/** Replaces every form of every secret in a text with `[REDACTED]`. */
-export interface Redact {
-  (text: string): string;
-  /**
-   * Redacts a text that is the start of a longer one (the guest cuts a log line at the log budget):
-   * such a text may end inside a secret, a piece no form matches, so an end that is the start of a
-   * form is dropped as well. Absent on redactors without secrets, whose output is their input.
-   */
-  readonly cutShort?: (text: string) => string;
-}
+export type { Redact };
 
 /**
  * Builds a function that replaces every secret (a value of at least 4 characters) and its encoded

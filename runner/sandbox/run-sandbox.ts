@@ -1,9 +1,10 @@
 import { randomFillSync } from 'node:crypto';
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from 'quickjs-emscripten';
 import { InvalidResultError, validateResult } from '../results/index.js';
-import type { BuiltinConfig } from '../builtins/index.js';
+import type { BuiltinConfig } from '../builtins/guest-boundary.js';
+import { registeredBuiltins } from './builtin-registry.js';
 import { CallState } from './call-state.js';
-import { readGuestPair } from './data-crossing.js';
+import { parseWithBinaries, readGuestPair } from './data-crossing.js';
 import { LogBuffer } from './log-buffer.js';
 import { GuestAllocationError } from './guest-allocation-error.js';
 import { SandboxInternalError, SnapshotRealm } from './snapshot-realm.js';
@@ -72,7 +73,7 @@ export async function runSandbox(
   let subscribed: AbortSignal | undefined;
 
   try {
-    realm = cm.realm ??= SnapshotRealm.prepare(cm, limits.maxStackBytes);
+    realm = cm.realm ??= SnapshotRealm.prepare(cm, limits.maxStackBytes, registeredBuiltins());
     const { rt, ctx } = realm;
     call = new CallState(ctx, started + req.timeoutMs, logs, redact, limits.builtins, cancel?.isCancelled);
     const state = call;
@@ -147,7 +148,7 @@ export async function runSandbox(
 export function prepareAhead(cm: CappedModule, limits: SandboxLimits): void {
   if (cm.broken || cm.realm) return;
   try {
-    cm.realm = SnapshotRealm.prepare(cm, limits.maxStackBytes);
+    cm.realm = SnapshotRealm.prepare(cm, limits.maxStackBytes, registeredBuiltins());
   } catch {
     cm.broken = true;
   }
@@ -321,7 +322,9 @@ function readResult(
   }
   const { json, binaries } = readGuestPair(ctx, r.value);
   try {
-    return validateResult(req.resultKind, json, token, binaries);
+    // The marker token is random per call and never visible to user code: without it there is no marker.
+    const plain = binaries.length === 0 && !json.includes(token);
+    return validateResult(req.resultKind, { json, plain, parse: () => parseWithBinaries(json, token, binaries) });
   } catch (err) {
     if (err instanceof InvalidResultError) {
       return { error: { kind: 'invalid-result', name: 'InvalidResultError', message: call.redact(err.message), stack: '' } };

@@ -1,31 +1,32 @@
 import { randomBytes } from 'node:crypto';
-import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from 'quickjs-emscripten';
-import { BUILTINS, GUEST_BINDINGS } from '../builtins/index.js';
-import type { CallState } from './call-state.js';
+import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from 'quickjs-emscripten';
+import type { GuestBinding, HostBuiltins } from '../builtins/guest-boundary.js';
+import type { CallSlot, CallState } from './call-state.js';
 import { GUEST_PRELUDE } from './guest-prelude.js';
 import { createHostFunctions } from './host-functions.js';
 import { MemorySnapshot } from './memory-snapshot.js';
 import { loadQuickJSBuild } from './quickjs-build.js';
-import type { CappedModule } from './wasm-modules.js';
 
 /** Thrown for a failure of the sandbox machinery itself (not of user code): the caller reports INTERNAL. */
 export class SandboxInternalError extends Error {
   override readonly name = 'SandboxInternalError';
 }
 
-/** Which call the realm serves right now; host functions and the interrupt handler read it. */
-export interface CallSlot {
-  call: CallState | undefined;
-  /**
-   * Marks binary values in data crossing the boundary (see data-crossing.ts). Random per realm and
-   * never visible to user code, so user data cannot forge a marker; free of NUL, since strings cross
-   * into QuickJS as C strings.
-   */
-  readonly token: string;
+/** What a realm is prepared on: a WASM module nothing has run in (a CappedModule, wasm-modules.ts). */
+export interface RealmModule {
+  readonly module: QuickJSWASMModule;
+  readonly memory: WebAssembly.Memory;
+  readonly breakAddress: number;
 }
 
-/** The bindings, as the prelude reads them: serialised once per process. */
-const BINDINGS_JSON = JSON.stringify(GUEST_BINDINGS);
+/** The bindings, as the prelude reads them: serialised once per table. */
+const bindingsJson = new WeakMap<readonly GuestBinding[], string>();
+
+function bindingsJsonOf(bindings: readonly GuestBinding[]): string {
+  let json = bindingsJson.get(bindings);
+  if (json === undefined) bindingsJson.set(bindings, (json = JSON.stringify(bindings)));
+  return json;
+}
 
 /**
  * QuickJS may use a little C stack beyond its own limit (the frames between two checks); the snapshot
@@ -58,8 +59,8 @@ export class SnapshotRealm {
     private readonly snapshot: MemorySnapshot,
   ) {}
 
-  /** Prepares the realm on a module nothing has run in, and takes its snapshot. */
-  static prepare(cm: CappedModule, maxStackBytes: number): SnapshotRealm {
+  /** Prepares the realm on a module nothing has run in, with these built-ins, and takes its snapshot. */
+  static prepare(cm: RealmModule, maxStackBytes: number, builtins: HostBuiltins): SnapshotRealm {
     const rt = cm.module.newRuntime();
     // Always set: QuickJS's default stack can exceed a thread's V8 stack, and a V8 overflow inside
     // the WASM corrupts the runtime.
@@ -72,7 +73,7 @@ export class SnapshotRealm {
     for (const h of [ctx.undefined, ctx.null, ctx.true, ctx.false, ctx.global]) if (!h.alive) throw new SandboxInternalError('context handle not alive');
     const prelude = ctx.evalCode(GUEST_PRELUDE, 'ldbox:prelude', { type: 'global', strict: true });
     if (prelude.error) throw new SandboxInternalError(`prelude failed: ${JSON.stringify(ctx.dump(prelude.error))}`);
-    const args = [createHostFunctions(ctx, slot, BUILTINS), ctx.newString(slot.token), ctx.newString(BINDINGS_JSON)];
+    const args = [createHostFunctions(ctx, slot, builtins.table), ctx.newString(slot.token), ctx.newString(bindingsJsonOf(builtins.bindings))];
     const installed = ctx.callFunction(prelude.value, ctx.undefined, ...args);
     if (installed.error) throw new SandboxInternalError(`prelude install failed: ${JSON.stringify(ctx.dump(installed.error))}`);
     for (const h of args) h.dispose();

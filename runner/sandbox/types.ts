@@ -3,8 +3,9 @@
  * The gRPC layer maps them to and from the proto messages; the CLI uses them directly.
  */
 
-/** How the returned value is checked and delivered (mirrors ldbox.runner.v1.ResultKind). */
-export type ResultKind = 'generic' | 'files' | 'native-search' | 'native-download';
+import type { ResultKind } from '../results/index.js';
+
+export type { ResultKind };
 
 /** Why user code did not produce a result (mirrors ldbox.runner.v1.ErrorKind). */
 export type UserErrorKind = 'thrown' | 'syntax' | 'timeout' | 'memory-limit' | 'invalid-result';

@@ -1,6 +1,5 @@
 import { availableParallelism } from 'node:os';
-import type { BuiltinConfig } from '../../runner/builtins/index.js';
-import { EgressConfigError, EgressGuard } from '../../runner/builtins/http/egress-guard.js';
+import { EgressConfigError, parseEgressAllowList } from './egress-allow-list.js';
 import { certificateSetting, keyPairSetting, type PemKeyPair } from './tls-files.js';
 import { HTTP_LIMIT_SETTING_LIST, type HttpLimits, loadHttpLimits } from './http-limits-config.js';
 import { choiceSetting, ConfigError, type Env, hostSetting, intSetting, listSetting, MAX_TIMEOUT_MS, optionalSecret, type SettingSpec, sizeSetting } from './env-parsers.js';
@@ -53,6 +52,16 @@ export interface PoolConfig {
   recycleAboveBytes: number;
   /** Settings of the ld.* built-ins. */
   builtins: BuiltinConfig;
+}
+
+/** Operator settings for the ld.* built-ins (from config, handed to every worker). */
+export interface BuiltinConfig {
+  /** Hosts and CIDRs that ld.request may reach despite the private-address guard (LDBOX_EGRESS_ALLOW). */
+  egressAllow: string[];
+  /** Largest response body ld.request reads, in bytes. */
+  maxResponseBytes: number;
+  /** Most ld.request / ld.cloudRequest calls one sandbox call may make. */
+  maxRequestsPerCall: number;
 }
 
 /** The runner's settings (also those of `ldbox run`, which runs the same pool). */
@@ -169,7 +178,7 @@ export function isLoopback(host: string): boolean {
 function egressAllowSetting(env: Env): string[] {
   const list = listSetting(env, S.egressAllow.name);
   try {
-    new EgressGuard(list);
+    parseEgressAllowList(list);
   } catch (err) {
     if (err instanceof EgressConfigError) throw new ConfigError(err.message);
     throw err;

@@ -11,7 +11,7 @@ import t from 'tap';
 // Compiled to dist/test/errors: the repository root is three levels up.
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
-/** Classes in runner/sandbox/, which is being reworked on another branch; they get `name` there. */
+/** GuestFacingError (runner/builtins/guest-boundary.ts) and SandboxCancelledError (runner/sandbox/): they get `name` on another branch. */
 const PENDING = new Set(['GuestFacingError', 'SandboxCancelledError']);
 
 function sourceFiles(dir: string): string[] {

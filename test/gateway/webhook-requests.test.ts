@@ -7,7 +7,7 @@ import http from 'node:http';
 import t from 'tap';
 import { Kvm } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
-import { WorkspaceRepository, WORKSPACES_BUCKET, nextMonthStart } from '../../src/store/index.js';
+import { WorkspaceRepository, WORKSPACES_BUCKET, nextMonthStart } from '../../src/store/workspace-repository.js';
 import { testClient, waitFor } from '../nats/util.js';
 import { createWorkflow, gatewayFixture, hook, jobsOf, rpc } from './harness.js';
 

@@ -5,7 +5,10 @@
  */
 import t from 'tap';
 import { jetstream } from '@nats-io/jetstream';
-import { Job, JobPublisher, ensureJobConsumer, ensureJobsStream, jobSubject, runJobConsumer, type NatsClient } from '../../src/nats/index.js';
+import type { NatsClient } from '../../src/nats/connect.js';
+import { Job, ensureJobConsumer, runJobConsumer } from '../../src/nats/job-consumer.js';
+import { JobPublisher } from '../../src/nats/job-publisher.js';
+import { ensureJobsStream, jobSubject } from '../../src/nats/streams.js';
 import { enc, natsFixture, sleep, waitFor } from './util.js';
 import type { JetStreamManager } from '@nats-io/jetstream';
 

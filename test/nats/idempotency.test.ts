@@ -3,15 +3,8 @@
  * the race of concurrent first requests, confirm / release, and expiry with the bucket's TTL.
  */
 import t from 'tap';
-import {
-  KV_BUCKETS,
-  claimIdempotencyKey,
-  confirmIdempotencyKey,
-  ensureKvBucket,
-  ensureKvBuckets,
-  idempotencyKvKey,
-  releaseIdempotencyKey,
-} from '../../src/nats/index.js';
+import { claimIdempotencyKey, confirmIdempotencyKey, idempotencyKvKey, releaseIdempotencyKey } from '../../src/nats/idempotency.js';
+import { KV_BUCKETS, ensureKvBucket, ensureKvBuckets } from '../../src/nats/streams.js';
 import { natsFixture, sleep } from './util.js';
 
 t.test('first claim wins; a repeat gets the stored execution id; scopes are separate', async (t) => {

@@ -3,7 +3,8 @@
  * purges, undecodable values, an empty bucket.
  */
 import t from 'tap';
-import { KV_BUCKETS, ensureKvBuckets, watchKvBucket } from '../../src/nats/index.js';
+import { watchKvBucket } from '../../src/nats/kv-cache.js';
+import { KV_BUCKETS, ensureKvBuckets } from '../../src/nats/streams.js';
 import { natsFixture, waitFor } from './util.js';
 
 interface Wf {

@@ -5,19 +5,12 @@
  */
 import t from 'tap';
 import { jetstreamManager } from '@nats-io/jetstream';
-import {
-  JobPublisher,
-  KV_BUCKETS,
-  claimIdempotencyKey,
-  ensureJobConsumer,
-  ensureJobsStream,
-  ensureKvBuckets,
-  jobSubject,
-  runJobConsumer,
-  watchKvBucket,
-  type NatsState,
-  type PublishResult,
-} from '../../src/nats/index.js';
+import type { NatsState } from '../../src/nats/connect.js';
+import { claimIdempotencyKey } from '../../src/nats/idempotency.js';
+import { ensureJobConsumer, runJobConsumer } from '../../src/nats/job-consumer.js';
+import { JobPublisher, type PublishResult } from '../../src/nats/job-publisher.js';
+import { watchKvBucket } from '../../src/nats/kv-cache.js';
+import { KV_BUCKETS, ensureJobsStream, ensureKvBuckets, jobSubject } from '../../src/nats/streams.js';
 import { enc, natsFixture, sleep, startTcpProxy, testClient, waitFor } from './util.js';
 
 t.test('kill -9 mid-publish: fast `unavailable`, reconnecting state, then self-recovery with every acked job kept', async (t) => {

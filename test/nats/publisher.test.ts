@@ -3,7 +3,8 @@
  * the typed failures (full, too_large, unavailable, rejected) and their exact 2.9 error codes.
  */
 import t from 'tap';
-import { JobPublisher, ensureJobsStream, jobSubject } from '../../src/nats/index.js';
+import { JobPublisher } from '../../src/nats/job-publisher.js';
+import { ensureJobsStream, jobSubject } from '../../src/nats/streams.js';
 import { enc, natsFixture } from './util.js';
 
 const job = (n: number) => enc.encode(JSON.stringify({ executionId: `ex${n}`, body: { n } }));

@@ -4,16 +4,8 @@
  */
 import t from 'tap';
 import { jetstreamManager } from '@nats-io/jetstream';
-import {
-  KV_BUCKETS,
-  checkMaxPayload,
-  ensureJobConsumer,
-  ensureJobsStream,
-  ensureKvBuckets,
-  ensureStream,
-  jobsStreamConfig,
-  maxJobBytes,
-} from '../../src/nats/index.js';
+import { ensureJobConsumer } from '../../src/nats/job-consumer.js';
+import { KV_BUCKETS, checkMaxPayload, ensureJobsStream, ensureKvBuckets, ensureStream, jobsStreamConfig, maxJobBytes } from '../../src/nats/streams.js';
 import { freePort, startNatsServer } from '../helpers/nats-server.js';
 import { natsFixture, testClient, sleep } from './util.js';
 

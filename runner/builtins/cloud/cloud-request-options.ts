@@ -1,5 +1,4 @@
-import { GuestFormData } from '../../sandbox/data-crossing.js';
-import { GuestFacingError } from '../../sandbox/guest-facing-error.js';
+import { GuestFacingError, GuestFormData } from '../guest-boundary.js';
 import { normalizeRequestUrl, SigV4InputError, type SigV4Credentials } from './sigv4-signer.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { AsyncBuiltin, BuiltinContext, BuiltinModule } from '../builtin.js';
+import type { AsyncBuiltin, BuiltinContext, BuiltinModule } from '../guest-boundary.js';
 import { type CloudMethod, type CloudResponseType, parseCloudRequestOptions } from './cloud-request-options.js';
 import { signSigV4 } from './sigv4-signer.js';
 

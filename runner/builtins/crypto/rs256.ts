@@ -1,6 +1,5 @@
+import { type BuiltinModule, GuestFacingError, type SyncBuiltin } from '../guest-boundary.js';
 import { createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
-import { GuestFacingError } from '../../sandbox/guest-facing-error.js';
-import type { BuiltinModule, SyncBuiltin } from '../builtin.js';
 
 /**
  * Spec "ld.signWithRS256(data, privateKey, options?)": RSASSA-PKCS1-v1_5 with SHA-256 over the UTF-8

@@ -1,6 +1,5 @@
+import { type BuiltinContext, GuestFacingError, type SyncBuiltin } from '../guest-boundary.js';
 import type { Field, RecordBatch, Table } from 'apache-arrow';
-import { GuestFacingError } from '../../sandbox/guest-facing-error.js';
-import type { BuiltinContext, SyncBuiltin } from '../builtin.js';
 import { checkDeadline, describeValue, FORMAT_LIMITS, libraryMessage, MiB, tooManyColumns } from './conversion-guard.js';
 import { arrowLib, releaseParquetWasmIfLarge } from './format-libs.js';
 import { compressionOption, type CompressionName } from './parquet-codecs.js';

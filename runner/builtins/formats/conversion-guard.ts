@@ -1,5 +1,4 @@
-import { GuestFacingError } from '../../sandbox/guest-facing-error.js';
-import type { BuiltinContext } from '../builtin.js';
+import { type BuiltinContext, GuestFacingError } from '../guest-boundary.js';
 
 /** Limits of the format conversions (spec "Format conversions"); see the README section on formats. */
 export const FORMAT_LIMITS = {

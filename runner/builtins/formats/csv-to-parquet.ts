@@ -1,6 +1,5 @@
 import type { Field, RecordBatch } from 'apache-arrow';
-import { GuestFacingError } from '../../sandbox/guest-facing-error.js';
-import type { BuiltinContext, SyncBuiltin } from '../builtin.js';
+import { type BuiltinContext, GuestFacingError, type SyncBuiltin } from '../guest-boundary.js';
 import { arrowType, BLOCK_ROWS, ChunkArena, ChunkBuilder } from './column-builders.js';
 import { classifyColumn, type ColumnType, kindOf, T_FLOAT, T_INT, T_NULL, T_STRING, typeName, writtenType } from './column-types.js';
 import { checkDeadline, ConversionInputError, describeValue, FORMAT_LIMITS, MiB, tooManyColumns } from './conversion-guard.js';

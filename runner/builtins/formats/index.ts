@@ -1,4 +1,4 @@
-import type { BuiltinModule } from '../builtin.js';
+import type { BuiltinModule } from '../guest-boundary.js';
 import { arrow2parquet } from './arrow-to-parquet.js';
 import { csv2parquet } from './csv-to-parquet.js';
 import { json2csv } from './json-to-csv.js';

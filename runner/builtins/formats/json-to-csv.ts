@@ -1,5 +1,4 @@
-import { GuestFacingError } from '../../sandbox/guest-facing-error.js';
-import type { SyncBuiltin } from '../builtin.js';
+import { GuestFacingError, type SyncBuiltin } from '../guest-boundary.js';
 import { checkDeadline, describeValue, FORMAT_LIMITS, MiB, tooManyCells } from './conversion-guard.js';
 
 /**

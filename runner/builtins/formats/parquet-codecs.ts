@@ -1,6 +1,6 @@
-import { GuestFacingError } from '../../sandbox/guest-facing-error.js';
 import { describeValue } from './conversion-guard.js';
 import { parquetWasmLib } from './format-libs.js';
+import { GuestFacingError } from '../guest-boundary.js';
 
 /** The compression names of spec "Format conversions" (`options.compression`). */
 export const COMPRESSIONS = ['uncompressed', 'snappy', 'gzip', 'brotli', 'lz4', 'zstd'] as const;

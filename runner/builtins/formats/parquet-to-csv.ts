@@ -1,6 +1,5 @@
 import type { Data, Schema } from 'apache-arrow';
-import { GuestFacingError } from '../../sandbox/guest-facing-error.js';
-import type { BuiltinContext, SyncBuiltin } from '../builtin.js';
+import { type BuiltinContext, GuestFacingError, type SyncBuiltin } from '../guest-boundary.js';
 import { csvCellWriter } from './arrow-csv-cells.js';
 import { ffiReadable, importFfiBatch } from './arrow-ffi.js';
 import { ByteWriter } from './byte-writer.js';

@@ -1,5 +1,7 @@
 import { BlockList, isIP } from 'node:net';
-import { domainToASCII } from 'node:url';
+import { EgressConfigError, normaliseHost, parseEgressAllowList, stripZone } from '../../../src/config/egress-allow-list.js';
+
+export { EgressConfigError };
 
 /**
  * The egress guard of ld.request (DESIGN "outbound HTTP from ld.request"): decides whether user code
@@ -104,12 +106,6 @@ function classifyV6(g: Uint16Array): AddressKind {
   return 'public';
 }
 
-function stripZone(address: string): string {
-  const bare = address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address;
-  const zone = bare.indexOf('%');
-  return zone === -1 ? bare : bare.slice(0, zone);
-}
-
 /** The eight 16-bit groups of an IPv6 address already accepted by `isIP` (`::` and a dotted tail allowed). */
 function parseV6(ip: string): Uint16Array {
   const groups = new Uint16Array(8);
@@ -130,11 +126,6 @@ function parseV6(ip: string): Uint16Array {
 
 function ipv6Text(g: Uint16Array): string {
   return new URL(`http://[${[...g].map((x) => x.toString(16)).join(':')}]/`).hostname.slice(1, -1);
-}
-
-/** An LDBOX_EGRESS_ALLOW entry that is not a host name, `*.suffix`, IP address or CIDR. */
-export class EgressConfigError extends Error {
-  override readonly name = 'EgressConfigError';
 }
 
 /** A connection the guard refused; its message completes "ld.request refused <url>: ". */
@@ -158,48 +149,19 @@ export function isEgressRefused(err: unknown): err is EgressRefusedError {
   return err instanceof EgressRefusedError;
 }
 
-const HOST_NAME = /^(?=.{1,253}$)(?:[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
-
 /**
- * The egress policy: the default rules plus the operator's allow list. An entry is a host name
- * (exact, case-insensitive, a trailing dot ignored), `*.suffix` (any name under the suffix, not the
- * suffix itself), an IP address, or a CIDR (`10.0.0.0/8`, `fd00::/8`). An allowed host may reach
- * whatever it resolves to; an allowed network may be reached under any name.
+ * The egress policy: the default rules plus the operator's allow list (LDBOX_EGRESS_ALLOW, read by
+ * src/config/egress-allow-list.ts). An allowed host may reach whatever it resolves to; an allowed
+ * network may be reached under any name.
  */
 export class EgressGuard {
-  private readonly hosts = new Set<string>();
-  private readonly suffixes: string[] = [];
-  private readonly networks = new BlockList();
+  private readonly hosts: ReadonlySet<string>;
+  private readonly suffixes: readonly string[];
+  private readonly networks: BlockList;
 
-  /** Throws EgressConfigError naming the first entry it cannot read. */
+  /** Throws EgressConfigError naming the first entry it cannot read (the syntax: egress-allow-list.ts). */
   constructor(allow: readonly string[] = []) {
-    for (const raw of allow) this.add(raw);
-  }
-
-  private add(raw: string): void {
-    const entry = raw.trim();
-    const bad = () => new EgressConfigError(`LDBOX_EGRESS_ALLOW: "${raw}" is not a host name, *.suffix, IP address or CIDR`);
-    const slash = entry.indexOf('/');
-    if (slash !== -1) {
-      const ip = stripZone(entry.slice(0, slash));
-      const bits = entry.slice(slash + 1);
-      const family = isIP(ip);
-      const max = family === 4 ? 32 : 128;
-      if (family === 0 || !/^\d{1,3}$/.test(bits) || Number(bits) > max) throw bad();
-      this.networks.addSubnet(ip, Number(bits), family === 4 ? 'ipv4' : 'ipv6');
-      return;
-    }
-    const ip = stripZone(entry);
-    const family = isIP(ip);
-    if (family !== 0) {
-      this.networks.addAddress(ip, family === 4 ? 'ipv4' : 'ipv6');
-      return;
-    }
-    const wildcard = entry.startsWith('*.');
-    const name = normaliseHost(wildcard ? entry.slice(2) : entry);
-    if (name === undefined || !HOST_NAME.test(name)) throw bad();
-    if (wildcard) this.suffixes.push(`.${name}`);
-    else this.hosts.add(name);
+    ({ hosts: this.hosts, suffixes: this.suffixes, networks: this.networks } = parseEgressAllowList(allow));
   }
 
   /** True when the allow list names this host (by name or `*.suffix`). */
@@ -226,14 +188,4 @@ export class EgressGuard {
     if (kind === 'public' || this.addressAllowed(address)) return undefined;
     return new EgressRefusedError(stripZone(host), stripZone(address), kind);
   }
-}
-
-/** Lower case, ASCII (punycode), without brackets and a trailing dot; undefined when unreadable. */
-function normaliseHost(host: string): string | undefined {
-  let h = host.trim().toLowerCase();
-  if (h.startsWith('[') && h.endsWith(']')) h = h.slice(1, -1);
-  if (h.endsWith('.')) h = h.slice(0, -1);
-  if (isIP(stripZone(h)) !== 0) return stripZone(h);
-  const ascii = domainToASCII(h);
-  return ascii === '' ? undefined : ascii;
 }

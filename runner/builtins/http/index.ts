@@ -1,4 +1,4 @@
-import type { BuiltinModule } from '../builtin.js';
+import type { BuiltinModule } from '../guest-boundary.js';
 import { request } from './request.js';
 
 /**

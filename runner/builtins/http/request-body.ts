@@ -1,6 +1,5 @@
 import { FormData, Response } from 'undici';
-import { GuestFacingError } from '../../sandbox/guest-facing-error.js';
-import { GuestFormData } from '../../sandbox/data-crossing.js';
+import { GuestFacingError, GuestFormData } from '../guest-boundary.js';
 
 /**
  * Encodes the `body` option of ld.request (spec "ld.request(options)"): a string and bytes are sent as

@@ -1,5 +1,4 @@
-import { GuestFacingError } from '../../sandbox/guest-facing-error.js';
-import type { AsyncBuiltin } from '../builtin.js';
+import { type AsyncBuiltin, GuestFacingError } from '../guest-boundary.js';
 import { appendValue, describe, encodeBody } from './request-body.js';
 import { HTTP_METHODS, type HttpMethod, type PreparedRequest, RESPONSE_TYPES, type ResponseType, sendRequest } from './send-request.js';
 

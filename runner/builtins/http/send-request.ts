@@ -2,8 +2,7 @@ import { isIP } from 'node:net';
 import { promisify } from 'node:util';
 import { brotliDecompress, gunzip, inflate, inflateRaw, type InputType, type ZlibOptions } from 'node:zlib';
 import type { Dispatcher } from 'undici';
-import { GuestFacingError } from '../../sandbox/guest-facing-error.js';
-import type { BuiltinContext } from '../builtin.js';
+import { type BuiltinContext, GuestFacingError } from '../guest-boundary.js';
 import { type EgressAgent, egressAgentFor } from './egress-agent.js';
 import { EgressConfigError, isEgressRefused } from './egress-guard.js';
 

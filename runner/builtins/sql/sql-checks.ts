@@ -1,5 +1,4 @@
-import { GuestFacingError } from '../../sandbox/guest-facing-error.js';
-import type { BuiltinModule, SyncBuiltin } from '../builtin.js';
+import { type BuiltinModule, GuestFacingError, type SyncBuiltin } from '../guest-boundary.js';
 import { canonicalText, lexAll, type DialectName, type LexResult, type Piece, type Token } from './sql-lexer.js';
 import {
   classifyStatements,

@@ -9,10 +9,10 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { type BuiltinContext, DEFAULT_BUILTIN_CONFIG } from '../../../runner/builtins/builtin.js';
+import { type BuiltinContext, DEFAULT_BUILTIN_CONFIG } from '../../../runner/builtins/guest-boundary.js';
 import { CLOUD, createCloudRequest, type PreparedRequest, type SendOptions, type SendRequest } from '../../../runner/builtins/cloud/cloud-request.js';
 import { signSigV4 } from '../../../runner/builtins/cloud/sigv4-signer.js';
-import { GuestFacingError } from '../../../runner/sandbox/guest-facing-error.js';
+import { GuestFacingError } from '../../../runner/builtins/guest-boundary.js';
 import { canonicalRequest, sha256Hex, signature } from './sigv4-reference.js';
 
 const ACCESS_KEY_ID = 'AKIDEXAMPLE';
@@ -360,7 +360,7 @@ t.test('option checks: exact TypeErrors that never show a secret', async (t) => 
 });
 
 t.test('FormData is refused: a signed request needs its exact body', async (t) => {
-  const { GuestFormData } = await import('../../../runner/sandbox/data-crossing.js');
+  const { GuestFormData } = await import('../../../runner/builtins/guest-boundary.js');
   const err = await cloudRequest([{ method: 'POST', url: `${base}/`, region: 'us-east-1', service: 's3', credentials, body: new GuestFormData([['a', 'b']]) }], context()).then(
     () => undefined,
     (e: unknown) => e as GuestFacingError,

@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { signWithRS256 } from '../../../runner/builtins/crypto/rs256.js';
-import { GuestFacingError } from '../../../runner/sandbox/guest-facing-error.js';
-import type { BuiltinContext } from '../../../runner/builtins/builtin.js';
+import { GuestFacingError } from '../../../runner/builtins/guest-boundary.js';
+import type { BuiltinContext } from '../../../runner/builtins/guest-boundary.js';
 
 const FIXTURES = new URL('../../../../test/fixtures/rs256/', import.meta.url);
 const fixture = (path: string) => readFileSync(new URL(path, FIXTURES), 'utf8');

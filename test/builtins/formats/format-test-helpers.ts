@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { DEFAULT_BUILTIN_CONFIG, type BuiltinContext } from '../../../runner/builtins/index.js';
 import { FORMATS } from '../../../runner/builtins/formats/index.js';
-import { GuestFacingError } from '../../../runner/sandbox/guest-facing-error.js';
+import { GuestFacingError } from '../../../runner/builtins/guest-boundary.js';
 
 /** A context as the sandbox gives a built-in, with a deadline `ms` from now. */
 export function testContext(ms = 60_000, signal = new AbortController().signal): BuiltinContext {

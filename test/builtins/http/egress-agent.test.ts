@@ -10,12 +10,12 @@
 import type { LookupAddress } from 'node:dns';
 import net from 'node:net';
 import t from 'tap';
-import type { BuiltinContext } from '../../../runner/builtins/builtin.js';
+import type { BuiltinContext } from '../../../runner/builtins/guest-boundary.js';
 import { createEgressAgent, type Resolver } from '../../../runner/builtins/http/egress-agent.js';
 import { EgressRefusedError } from '../../../runner/builtins/http/egress-guard.js';
 import { request } from '../../../runner/builtins/http/request.js';
 import { sendRequest } from '../../../runner/builtins/http/send-request.js';
-import { GuestFacingError } from '../../../runner/sandbox/guest-facing-error.js';
+import { GuestFacingError } from '../../../runner/builtins/guest-boundary.js';
 import { startEchoServer } from './echo-server.js';
 
 const attempts: string[] = [];

@@ -7,7 +7,7 @@
  */
 import t from 'tap';
 import { Agent } from 'undici';
-import type { BuiltinContext } from '../../../runner/builtins/builtin.js';
+import type { BuiltinContext } from '../../../runner/builtins/guest-boundary.js';
 import { EgressGuard } from '../../../runner/builtins/http/egress-guard.js';
 import { sendRequest } from '../../../runner/builtins/http/send-request.js';
 import { collectSecrets, createRedactor } from '../../../runner/sandbox/redactor.js';

@@ -18,7 +18,7 @@ import {
   ParseMeter,
   PARSER_DIALECTS,
 } from '../../../runner/builtins/sql/sql-parsers.js';
-import type { BuiltinContext } from '../../../runner/builtins/builtin.js';
+import type { BuiltinContext } from '../../../runner/builtins/guest-boundary.js';
 import { call } from './sql-test-helpers.js';
 
 /** `SELECT CAST(CAST(1 AS <type>) AS <type>)`, nested `levels` deep. */

@@ -1,8 +1,8 @@
 /**
  * Calls the SQL built-ins directly (no runner) and gives back their outcome as plain data.
  */
-import type { BuiltinContext, SyncBuiltin } from '../../../runner/builtins/builtin.js';
-import { GuestFacingError } from '../../../runner/sandbox/guest-facing-error.js';
+import type { BuiltinContext, SyncBuiltin } from '../../../runner/builtins/guest-boundary.js';
+import { GuestFacingError } from '../../../runner/builtins/guest-boundary.js';
 
 /** The checks only read the deadline. */
 export const CTX = { deadline: Number.POSITIVE_INFINITY } as BuiltinContext;

@@ -1,20 +1,55 @@
-import type { Redact } from '../sandbox/redactor.js';
+import type { BuiltinConfig } from '../../src/config/runner-config.js';
 
-/** Operator settings for the ld.* built-ins (from config, handed to every worker). */
-export interface BuiltinConfig {
-  /** Hosts and CIDRs that ld.request may reach despite the private-address guard (LDBOX_EGRESS_ALLOW). */
-  egressAllow: string[];
-  /** Largest response body ld.request reads, in bytes. */
-  maxResponseBytes: number;
-  /** Most ld.request / ld.cloudRequest calls one sandbox call may make. */
-  maxRequestsPerCall: number;
-}
+/**
+ * The guest boundary: the contract between the sandbox (runner/sandbox, the host side of the bridge the
+ * guest calls) and the ld.* built-ins (this folder). Both sides import it; neither imports the other's
+ * internals. The sandbox never names a concrete built-in: the table is handed to it (`HostBuiltins`,
+ * runner/sandbox/builtin-registry.ts), as quickjs-emscripten's core is handed a variant.
+ * Tests: test/architecture/dependency-rule.test.ts (the direction), test/runner/sandbox-builtins.test.ts.
+ */
+
+export type { BuiltinConfig };
 
 export const DEFAULT_BUILTIN_CONFIG: BuiltinConfig = {
   egressAllow: [],
   maxResponseBytes: 32 * 1024 * 1024,
   maxRequestsPerCall: 100,
 };
+
+/** The error classes a built-in may raise in the guest; the guest rethrows them as its own classes. */
+export type GuestErrorName = 'TypeError' | 'RangeError' | 'SyntaxError' | 'Error';
+
+/**
+ * A failure meant for user code. Its message is shown to the guest as is (after redaction), so it must
+ * never hold host paths or secrets. Any other host error reaches the guest as a generic message.
+ */
+export class GuestFacingError extends Error {
+  constructor(
+    readonly guestName: GuestErrorName,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * A FormData built in the sandbox: its entries as appended, `[name, value]` or
+ * `[name, base64Content, fileName]` (values are strings or bytes). Checked by the built-in that uses it.
+ */
+export class GuestFormData {
+  constructor(readonly entries: unknown[]) {}
+}
+
+/** Replaces every form of every secret in a text with `[REDACTED]` (made by runner/sandbox/redactor.ts). */
+export interface Redact {
+  (text: string): string;
+  /**
+   * Redacts a text that is the start of a longer one (the guest cuts a log line at the log budget):
+   * such a text may end inside a secret, a piece no form matches, so an end that is the start of a
+   * form is dropped as well. Absent on redactors without secrets, whose output is their input.
+   */
+  readonly cutShort?: (text: string) => string;
+}
 
 /** What a built-in knows about the call it serves. */
 export interface BuiltinContext {
@@ -64,4 +99,10 @@ export interface BuiltinModule {
   sync?: Readonly<Record<string, SyncBuiltin>>;
   async?: Readonly<Record<string, AsyncBuiltin>>;
   bindings: readonly GuestBinding[];
+}
+
+/** The built-ins a sandbox serves: the host functions and how the guest sees them. */
+export interface HostBuiltins {
+  readonly table: BuiltinTable;
+  readonly bindings: readonly GuestBinding[];
 }
