@@ -7,7 +7,7 @@ import {
   ResultKind as ProtoResultKind,
 } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { collectSecrets, type ResultKind, type SandboxRequest } from '../sandbox/index.js';
-import { structsKeepingKeys } from './struct-entries.js';
+import { structsKeepingKeys } from '../../src/protobuf/struct-entries.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 

@@ -7,7 +7,7 @@ import {
 } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import type { SandboxOutcome, UserErrorKind } from '../sandbox/index.js';
 import { jsonToValue } from './json-to-value.js';
-import { encodeValueField } from './value-binary.js';
+import { encodeValueField } from '../../src/protobuf/value-binary.js';
 
 /** How an ExecuteRequest and its response are encoded on the wire: protobuf binary or Connect JSON. */
 export type WireEncoding = 'proto' | 'json';

@@ -17,7 +17,7 @@ import { loadRunnerConfig } from '../config/runner-config.js';
 import { startExecutor } from '../executor/index.js';
 import { startGateway } from '../../gateway/index.js';
 import { createLogger, type Logger } from '../logging/logger.js';
-import { startRunnerServer } from '../../runner/server/runner-server.js';
+import { startRunnerServer } from '../../runner/server/index.js';
 import { runDev } from '../dev/dev-command.js';
 import { REENCRYPT_ABOUT, runReencrypt } from './reencrypt-command.js';
 import { RUN_USAGE, runCommand } from './run-command.js';

@@ -28,7 +28,7 @@ import { loadRunnerConfig } from '../config/runner-config.js';
 import { startExecutor } from '../executor/index.js';
 import { createLogger } from '../logging/logger.js';
 import { startGateway } from '../../gateway/index.js';
-import { startRunnerServer } from '../../runner/server/runner-server.js';
+import { startRunnerServer } from '../../runner/server/index.js';
 import { findNatsServerBinary } from '../nats/nats-server-binary.js';
 import { portIsFree } from '../net/local-ports.js';
 import { type LocalNats, startLocalNats } from './local-nats.js';

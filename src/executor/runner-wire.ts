@@ -19,8 +19,8 @@ import { WireType } from '@bufbuild/protobuf/wire';
 import { type Empty, EmptySchema, ValueSchema } from '@bufbuild/protobuf/wkt';
 import { type ExecuteRequest, type ExecuteResponse, ExecuteResponseSchema } from '../gen/ldbox/runner/v1/runner_pb.js';
 import { ValueEntriesSchema } from '../gen/ldbox/runner/internal/v1/struct_entries_pb.js';
-import { valueEntriesToJson } from '../../runner/wire/struct-entries.js';
-import { encodeValueField } from '../../runner/wire/value-binary.js';
+import { valueEntriesToJson } from '../protobuf/struct-entries.js';
+import { encodeValueField } from '../protobuf/value-binary.js';
 
 /**
  * The deepest `input` the executor sends (the input object is level 1): the runner reads at most ~32

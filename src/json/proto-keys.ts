@@ -15,7 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import type { JsonObject, JsonValue } from '@bufbuild/protobuf';
 import { WireType } from '@bufbuild/protobuf/wire';
-import { encodeValueField } from '../../runner/wire/value-binary.js';
+import { encodeValueField } from '../protobuf/value-binary.js';
 
 /** What an own `__proto__` key is called inside messages bound for JSON. */
 export const PROTO_KEY_STAND_IN = `__proto__${randomBytes(16).toString('hex')}`;

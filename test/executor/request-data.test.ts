@@ -12,7 +12,7 @@ import { executionKey } from '../../src/store/execution-repository.js';
 import { TOO_DEEP_MARKER } from '../../src/store/execution-repository.js';
 import { KV_BUCKETS } from '../../src/nats/streams.js';
 import { newExecutionId } from '../../src/workflows/ids.js';
-import { valueEntriesToJson } from '../../runner/wire/struct-entries.js';
+import { valueEntriesToJson } from '../../src/protobuf/struct-entries.js';
 import { StructEntriesSchema, ValueEntriesSchema } from '../../src/gen/ldbox/runner/internal/v1/struct_entries_pb.js';
 import {
   ExecutionSchema,

@@ -5,7 +5,7 @@
 import t, { type Test } from 'tap';
 import { fromBinary, toBinary, toJson } from '@bufbuild/protobuf';
 import { ValueSchema } from '@bufbuild/protobuf/wkt';
-import { encodeValueField } from '../../runner/wire/value-binary.js';
+import { encodeValueField } from '../../src/protobuf/value-binary.js';
 import { jsonToValue } from '../../runner/wire/json-to-value.js';
 
 /** The Value bytes inside the field written by encodeValueField (tag 0x12 = field 2, then a varint length). */

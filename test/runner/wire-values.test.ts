@@ -14,7 +14,7 @@ import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { Code } from '@connectrpc/connect';
 import * as grpc from '@grpc/grpc-js';
 import t from 'tap';
-import { valueEntriesToJson } from '../../runner/wire/struct-entries.js';
+import { valueEntriesToJson } from '../../src/protobuf/struct-entries.js';
 import {
   ExecuteRequestDataSchema,
   type StructEntries,

@@ -3,7 +3,7 @@ import {
   ExecuteRequestDataSchema,
   type StructEntries,
   type ValueEntries,
-} from '../../src/gen/ldbox/runner/internal/v1/struct_entries_pb.js';
+} from '../gen/ldbox/runner/internal/v1/struct_entries_pb.js';
 
 /** The UTF-8 bytes of the one key protobuf-es loses: a wire key is never escaped, so a search is exact. */
 const PROTO_KEY = Buffer.from('__proto__');
