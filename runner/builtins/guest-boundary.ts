@@ -24,6 +24,8 @@ export type GuestErrorName = 'TypeError' | 'RangeError' | 'SyntaxError' | 'Error
  * never hold host paths or secrets. Any other host error reaches the guest as a generic message.
  */
 export class GuestFacingError extends Error {
+  override name = 'GuestFacingError';
+
   constructor(
     readonly guestName: GuestErrorName,
     message: string,

@@ -171,7 +171,9 @@ function randomSeed(): number[] {
   return [seedWords[at]!, seedWords[at + 1]!, seedWords[at + 2]!, seedWords[at + 3]!];
 }
 
-class OutOfMemoryDuringSetup extends Error {}
+class OutOfMemoryDuringSetup extends Error {
+  override name = 'OutOfMemoryDuringSetup';
+}
 
 function describeHostFault(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
@@ -228,7 +230,9 @@ function outcomeError(
 }
 
 /** Thrown when the caller cancelled: there is no outcome to report. */
-export class SandboxCancelledError extends Error {}
+export class SandboxCancelledError extends Error {
+  override name = 'SandboxCancelledError';
+}
 
 function timeoutError(req: SandboxRequest): SandboxError {
   return { kind: 'timeout', name: 'TimeoutError', message: `the code ran longer than its ${req.timeoutMs} ms limit`, stack: '' };
