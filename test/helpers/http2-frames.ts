@@ -18,3 +18,15 @@ export function hpack(headers: [string, string][]): Buffer {
   }
   return Buffer.concat(parts);
 }
+
+/** The HEADERS block of a gRPC call to `path` with no token: what a flood of half-open streams sends. */
+export function grpcCallHeaders(path: string): Buffer {
+  return hpack([
+    [':method', 'POST'],
+    [':scheme', 'http'],
+    [':path', path],
+    [':authority', 'runner'],
+    ['content-type', 'application/grpc'],
+    ['te', 'trailers'],
+  ]);
+}

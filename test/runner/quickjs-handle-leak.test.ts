@@ -8,33 +8,16 @@
  * beside test/runner/snapshot-realm.test.ts.
  */
 import t from 'tap';
-import { DEFAULT_BUILTIN_CONFIG } from '../../runner/builtins/index.js';
-import { runSandbox, type SandboxLimits, type SandboxRequest } from '../../runner/sandbox/index.js';
+import { runSandbox, type SandboxRequest } from '../../runner/sandbox/index.js';
+import { inProcessLimits, MiB, sandboxRequest } from '../helpers/sandbox-calls.js';
 import type { SnapshotRealm } from '../../runner/sandbox/snapshot-realm.js';
 import { type CappedModule, createCappedModule } from '../../runner/sandbox/wasm-modules.js';
 
-const MiB = 1024 * 1024;
-const LIMITS: SandboxLimits = {
-  maxResultBytes: 16 * MiB,
-  maxLogEntries: 100,
-  maxLogChars: 100_000,
-  // The main thread's V8 stack is ~1 MB: QuickJS must stay well inside it.
-  maxStackBytes: 256 * 1024,
-  builtins: DEFAULT_BUILTIN_CONFIG,
-};
-
-function request(code: string, extra: Partial<SandboxRequest> = {}): SandboxRequest {
-  return {
-    requestId: 'r',
-    code,
-    dataJson: JSON.stringify({ input: { n: 1 }, auth: { token: 'secret-value-1234' } }),
-    secrets: ['secret-value-1234'],
-    resultKind: 'generic',
-    timeoutMs: 5000,
-    memoryBytes: 48 * MiB,
-    ...extra,
-  };
-}
+const LIMITS = inProcessLimits(16 * MiB);
+const SECRET = 'secret-value-1234';
+/** Calls with a secret in `auth`, so redaction runs too. */
+const request = (code: string, extra: Partial<SandboxRequest> = {}) =>
+  sandboxRequest(code, { dataJson: JSON.stringify({ input: { n: 1 }, auth: { token: SECRET } }), secrets: [SECRET], memoryBytes: 48 * MiB, ...extra });
 
 /** A module whose realm is prepared (by a first call). */
 async function preparedModule(): Promise<CappedModule & { realm: SnapshotRealm }> {

@@ -5,34 +5,13 @@
  */
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { DEFAULT_BUILTIN_CONFIG } from '../../runner/builtins/index.js';
-import { runSandbox, type SandboxLimits, type SandboxRequest } from '../../runner/sandbox/index.js';
+import { runSandbox, type SandboxRequest } from '../../runner/sandbox/index.js';
+import { inProcessLimits, MiB, sandboxRequest as request } from '../helpers/sandbox-calls.js';
 import { GuestAllocationError } from '../../runner/sandbox/guest-allocation-error.js';
 import { loadQuickJSBuild } from '../../runner/sandbox/quickjs-build.js';
 import { type CappedModule, createCappedModule, WasmModulePool } from '../../runner/sandbox/wasm-modules.js';
 
-const MiB = 1024 * 1024;
-const LIMITS: SandboxLimits = {
-  maxResultBytes: 8 * MiB,
-  maxLogEntries: 100,
-  maxLogChars: 100_000,
-  // The main thread's V8 stack is ~1 MB: QuickJS must stay well inside it.
-  maxStackBytes: 256 * 1024,
-  builtins: DEFAULT_BUILTIN_CONFIG,
-};
-
-function request(code: string, extra: Partial<SandboxRequest> = {}): SandboxRequest {
-  return {
-    requestId: 'r',
-    code,
-    dataJson: JSON.stringify({ input: { n: 1 }, auth: {} }),
-    secrets: [],
-    resultKind: 'generic',
-    timeoutMs: 5000,
-    memoryBytes: 32 * MiB,
-    ...extra,
-  };
-}
+const LIMITS = inProcessLimits();
 
 async function run(cm: CappedModule, code: string, extra: Partial<SandboxRequest> = {}) {
   return runSandbox(cm, request(code, extra), LIMITS);

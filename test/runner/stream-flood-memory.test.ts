@@ -13,7 +13,7 @@ import net from 'node:net';
 import t from 'tap';
 import { RunnerService } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { anyFreePort } from '../../src/net/local-ports.js';
-import { h2frame, hpack } from '../helpers/http2-frames.js';
+import { grpcCallHeaders, h2frame } from '../helpers/http2-frames.js';
 
 const EXECUTE = `/${RunnerService.typeName}/Execute`;
 const CONNECTIONS = 10;
@@ -48,14 +48,7 @@ async function flooding(port: number, streams: number, cap: number, onRefusal: (
   const socket = net.connect(port, '127.0.0.1');
   socket.on('error', () => {});
   await once(socket, 'connect');
-  const block = hpack([
-    [':method', 'POST'],
-    [':scheme', 'http'],
-    [':path', EXECUTE],
-    [':authority', 'runner'],
-    ['content-type', 'application/grpc'],
-    ['te', 'trailers'],
-  ]);
+  const block = grpcCallHeaders(EXECUTE);
   let refused = 0;
   let goaway = false;
   let buf = Buffer.alloc(0);

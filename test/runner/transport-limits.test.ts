@@ -9,7 +9,7 @@ import net from 'node:net';
 import t from 'tap';
 import { RunnerService } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { startTestRunner } from '../helpers/runner-harness.js';
-import { h2frame, hpack } from '../helpers/http2-frames.js';
+import { grpcCallHeaders, h2frame } from '../helpers/http2-frames.js';
 
 const TOKEN = 'transport-limits-token-0123';
 const EXECUTE = `/${RunnerService.typeName}/Execute`;
@@ -44,14 +44,7 @@ t.test('an HTTP/2 stream flood without a token: streams beyond the cap are refus
   const socket = net.connect(runner.server.port, '127.0.0.1');
   await once(socket, 'connect');
   const reader = frameReader(socket);
-  const block = hpack([
-    [':method', 'POST'],
-    [':scheme', 'http'],
-    [':path', EXECUTE],
-    [':authority', 'runner'],
-    ['content-type', 'application/grpc'],
-    ['te', 'trailers'],
-  ]);
+  const block = grpcCallHeaders(EXECUTE);
   const out = [Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1'), h2frame(SETTINGS, 0, 0, Buffer.alloc(0))];
   // END_HEADERS, no END_STREAM: each stream stays half-open, its body never sent.
   for (let i = 0; i < streams; i++) out.push(h2frame(HEADERS, 0x4, 1 + 2 * i, block));
