@@ -72,7 +72,6 @@ export interface RunnerPool {
  * 4 MB V8 stack before QuickJS's own 1 MB check fired. A V8 overflow inside the WASM corrupts the module.
  */
 const WORKER_STACK_MB = 32;
-const SANDBOX_STACK_BYTES = 1024 * 1024;
 /**
  * QuickJS checks its deadline between bytecode steps only; a single long built-in call
  * (`new Array(2e8).indexOf(1)`) can run far past it. A call still running this long after its
@@ -137,7 +136,8 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
       maxResultBytes: config.maxResultBytes,
       maxLogEntries: config.maxLogEntries,
       maxLogChars: config.maxLogChars,
-      maxStackBytes: SANDBOX_STACK_BYTES,
+      // At most 1 MiB (LDBOX_SANDBOX_STACK's maximum), well inside WORKER_STACK_MB.
+      maxStackBytes: config.sandboxStackBytes,
       builtins: config.builtins,
     },
     modules: {

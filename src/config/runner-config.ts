@@ -34,7 +34,7 @@ export interface PoolConfig {
   size: number;
   /** Sandboxes one worker runs at once (each on its own WASM module and memory cap). */
   concurrentPerWorker: number;
-  /** Calls that may wait for a worker; beyond it Execute answers RESOURCE_EXHAUSTED. */
+  /** Calls that may wait for a sandbox (in the pool's queue or inside a worker); beyond it RESOURCE_EXHAUSTED. */
   maxQueue: number;
   /** An idle worker above the minimum is stopped after this long. */
   idleTimeoutMs: number;
@@ -50,6 +50,8 @@ export interface PoolConfig {
   workerHeapMb: number;
   /** A WASM module whose memory grew past this is replaced after the call (WASM memory never shrinks). */
   recycleAboveBytes: number;
+  /** QuickJS's stack limit of a call: the deepest recursion, and what every call's restore zeroes. */
+  sandboxStackBytes: number;
   /** Settings of the ld.* built-ins. */
   builtins: BuiltinConfig;
 }
@@ -75,7 +77,7 @@ const S = {
   insecure: { kind: 'choice', name: 'LDBOX_RUNNER_INSECURE', fallback: '0', choices: ['0', '1'], meaning: '1 lets a non-loopback LDBOX_RUNNER_HOST start with neither token nor client certificates' },
   poolSize: { kind: 'int', name: 'LDBOX_POOL_SIZE', fallback: 1, shown: 'cores', min: 1, max: 256, meaning: 'worker threads' },
   poolConcurrency: { kind: 'int', name: 'LDBOX_POOL_CONCURRENCY', fallback: 4, min: 1, max: 64, meaning: 'sandboxes one worker runs at once' },
-  poolMaxQueue: { kind: 'int', name: 'LDBOX_POOL_MAX_QUEUE', fallback: 64, shown: '64 × size', min: 0, max: 1_000_000, meaning: 'calls that may wait for a worker; beyond it RESOURCE_EXHAUSTED' },
+  poolMaxQueue: { kind: 'int', name: 'LDBOX_POOL_MAX_QUEUE', fallback: 64, shown: '64 × size', min: 0, max: 1_000_000, meaning: 'calls that may wait for a sandbox (in the runner\'s queue or inside a worker); beyond it RESOURCE_EXHAUSTED' },
   poolIdleTimeoutMs: { kind: 'int', name: 'LDBOX_POOL_IDLE_TIMEOUT_MS', fallback: 60_000, min: 0, max: 86_400_000, meaning: 'idle timeout of workers above the minimum, ms' },
   timeoutMs: { kind: 'int', name: 'LDBOX_TIMEOUT_MS', fallback: 30_000, min: 100, max: 3_600_000, meaning: 'default limits.timeoutMs (at most LDBOX_MAX_TIMEOUT_MS)' },
   maxTimeoutMs: MAX_TIMEOUT_MS,
@@ -88,6 +90,7 @@ const S = {
   maxLogBytes: { kind: 'size', name: 'LDBOX_MAX_LOG_BYTES', fallback: 1 * MiB, min: 1024, max: 64 * MiB, meaning: 'most log characters per call' },
   workerHeapMb: { kind: 'size', name: 'LDBOX_WORKER_HEAP_MB', unit: MiB, fallback: 512, min: 64, max: 16_384, meaning: 'V8 heap of a worker, in MiB or with a unit; a worker over it is replaced' },
   recycleAboveMb: { kind: 'size', name: 'LDBOX_RECYCLE_ABOVE_MB', unit: MiB, fallback: 32, min: 16, max: 4096, meaning: 'a WASM module whose memory grew past this (MiB or with a unit) is replaced after the call' },
+  sandboxStack: { kind: 'size', name: 'LDBOX_SANDBOX_STACK', fallback: 1 * MiB, min: 128 * 1024, max: 1 * MiB, meaning: 'QuickJS stack of a call, in bytes or with a unit: the deepest recursion (~5,400 JS calls at 1MiB, ~1,360 at 256KiB); each call\'s restore zeroes it (256KiB: ~25 % less CPU per trivial call)' },
   egressAllow: { kind: 'text', name: 'LDBOX_EGRESS_ALLOW', shown: 'empty', meaning: 'hosts (api.internal, *.internal), IPs and CIDRs ld.request may reach despite the private-address guard, comma-separated' },
   maxResponseBytes: { kind: 'size', name: 'LDBOX_MAX_RESPONSE_BYTES', fallback: 32 * MiB, min: 1024, max: 1024 * MiB, meaning: 'largest response body ld.request reads' },
   maxRequestsPerCall: { kind: 'int', name: 'LDBOX_MAX_REQUESTS_PER_CALL', fallback: 100, min: 1, max: 100_000, meaning: 'most ld.request/ld.cloudRequest calls one call may make' },
@@ -136,6 +139,7 @@ export function loadRunnerConfig(env: Env): RunnerConfig {
       concurrentPerWorker: intSetting(env, S.poolConcurrency),
       maxQueue: intSetting(env, S.poolMaxQueue, S.poolMaxQueue.fallback * size),
       idleTimeoutMs: intSetting(env, S.poolIdleTimeoutMs),
+      sandboxStackBytes: sizeSetting(env, S.sandboxStack),
       defaultTimeoutMs,
       maxTimeoutMs,
       defaultMemoryBytes: defaultMemoryMb * MiB,

@@ -237,3 +237,17 @@ t.test('bearer token', async (t) => {
   t.equal((await check('')).status, ServingStatus.SERVING, 'health Check needs no token');
   t.equal((await check('ldbox.runner.v1.RunnerService')).status, ServingStatus.SERVING, 'for the runner service too');
 });
+
+t.test('LDBOX_SANDBOX_STACK bounds how deep user code recurses', async (t) => {
+  const small = await startTestRunner({ LDBOX_POOL_SIZE: '1', LDBOX_SANDBOX_STACK: '256KiB' });
+  t.teardown(() => small.close());
+  const code = 'let depth = 0;\nfunction down(n) { depth = n; return down(n + 1) + 1; }\ntry { down(0); } catch (e) { return [depth, String(e)]; }';
+  const depthOn = async (on: TestRunner) => toJson(ValueSchema, (await on.grpc.execute({ code })).result!) as [number, string];
+  const [deep, deepError] = await depthOn(runner);
+  const [shallow, shallowError] = await depthOn(small);
+  t.equal(deepError, 'InternalError: stack overflow', 'the default 1 MiB stack: a catchable stack overflow');
+  t.equal(shallowError, 'InternalError: stack overflow', '256 KiB: the same error');
+  t.ok(deep > 4000, `1 MiB: ${deep} calls deep`);
+  t.ok(shallow > 1000 && shallow < deep / 3, `256 KiB: ${shallow} calls deep`);
+  t.equal(toJson(ValueSchema, (await small.grpc.execute({ code: 'return Math.max(1, 2)' })).result!), 2, 'the worker serves on');
+});
