@@ -208,8 +208,6 @@ async function childMain(kind: 'runner' | 'executor'): Promise<void> {
 
 // ============================================================================================= helpers
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
 function pct(xs: number[], q: number): number {
   if (xs.length === 0) return Number.NaN;
   const s = [...xs].sort((a, b) => a - b);

@@ -2,6 +2,7 @@ import { type AsyncBuiltin, type BuiltinModule, GuestFacingError, type SyncBuilt
 
 /** Spec "Utilities": ld.log, ld.wait, atob, btoa (Buffer.from lives in the guest prelude). */
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the Latin-1 range starts at U+0000 on purpose
 const LATIN1 = /^[\u0000-\u00ff]*$/;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/;
 

@@ -97,7 +97,7 @@ export function packsReply(reply: WorkerReply, transfer: ArrayBuffer | undefined
 export function packAnswers(answers: { placement: number; reply: WireAnswer }[]): ArrayBuffer {
   const ids = answers.map(({ reply }) => utf8.encode(reply.requestId));
   let size = 0;
-  answers.forEach(({ reply }, i) => (size += ANSWER_HEADER + padded(ids[i]!.byteLength + reply.body.byteLength)));
+  for (let i = 0; i < answers.length; i++) size += ANSWER_HEADER + padded(ids[i]!.byteLength + answers[i]!.reply.body.byteLength);
   const buffer = new ArrayBuffer(size);
   const view = new DataView(buffer);
   const bytes = new Uint8Array(buffer);

@@ -215,7 +215,6 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
   }, WATCHDOG_INTERVAL_MS);
   watchdog.unref();
   let completed = 0;
-  let rerun = 0;
   let failed = 0;
   let closing = false;
   const latency = new LatencyWindow();
@@ -275,10 +274,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
           failed++;
           throw new PoolInternalError(`the call failed in the pool: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
         }
-        if (attempt === 1 && !startedHostWork(cancelFlag)) {
-          rerun++;
-          continue;
-        }
+        if (attempt === 1 && !startedHostWork(cancelFlag)) continue;
         failed++;
         throw new PoolUnavailableError(
           startedHostWork(cancelFlag)

@@ -21,6 +21,7 @@
  *
  * The bodies of the built-ins live on the host; this only marshals.
  */
+// biome-ignore lint/complexity/noUselessStringRaw: raw so a backslash added to the guest source stays as written
 export const GUEST_PRELUDE = String.raw`(function (h, tok, bindings) {
 'use strict';
 const g = globalThis, O = Object, freeze = O.freeze, def = O.defineProperty, proto = O.getPrototypeOf;

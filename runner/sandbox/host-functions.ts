@@ -91,6 +91,7 @@ function errorPair(ctx: QuickJSContext, name: string, message: string): QuickJSH
   ctx.setProp(pair, 0, ctx.false);
   ctx.newString(name).consume((h) => ctx.setProp(pair, 1, h));
   // Messages cross as C strings: a NUL would cut them.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching NUL is the point
   ctx.newString(message.replace(/\u0000/g, '\uFFFD')).consume((h) => ctx.setProp(pair, 2, h));
   return pair;
 }

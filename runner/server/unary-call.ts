@@ -1,4 +1,4 @@
-import { Code } from '@connectrpc/connect';
+import type { Code } from '@connectrpc/connect';
 
 /** A refusal of the request as read off the wire: the status and the message sent to the client. */
 export interface CallRefusal {

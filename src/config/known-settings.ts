@@ -5,7 +5,7 @@
  * Tests: test/config/known-settings.test.ts, test/cli/unknown-settings.test.ts.
  */
 import { DEV_SETTINGS } from './dev-config.js';
-import { type Env, type SettingSpec } from './env-parsers.js';
+import type { Env, SettingSpec } from './env-parsers.js';
 import { NATS_SETTINGS } from './nats-config.js';
 import { DATA_KEY_SETTINGS } from './data-key-config.js';
 import { EXECUTOR_SETTINGS } from './executor-config.js';

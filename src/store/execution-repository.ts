@@ -255,7 +255,7 @@ export class ExecutionRepository {
     } catch (err) {
       throw unavailable('reading the execution failed', err);
     }
-    if (!e || e.operation !== 'PUT') return undefined;
+    if (e?.operation !== 'PUT') return undefined;
     return decodeJson<ExecutionRecord>(e.value);
   }
 

@@ -196,7 +196,7 @@ export class WorkflowRepository {
       } catch (err) {
         throw unavailable('reading the workflow failed', err);
       }
-      if (!e || e.operation !== 'PUT') continue;
+      if (e?.operation !== 'PUT') continue;
       if (!needsReencrypt(e.value, this.keys)) {
         out.unchanged++;
         continue;

@@ -111,6 +111,7 @@ export const MAX_WORKSPACE_CHARS = 64;
 const NODE_ID = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
 const RESERVED_NODE_IDS = new Set(['__proto__', 'constructor', 'prototype']);
 // C0, DEL and C1 control characters, and the line/paragraph separators.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 
 function invalid(field: string, message: string): WorkflowValidationError {

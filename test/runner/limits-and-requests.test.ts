@@ -15,7 +15,7 @@ import {
   HealthCheckResponseSchema,
   HealthCheckResponse_ServingStatus as ServingStatus,
 } from '../../src/gen/grpc/health/v1/health_pb.js';
-import { ErrorKind, type ExecuteResponse, ResultKind } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
+import { ErrorKind, type ExecuteResponse, type ResultKind } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { type ExecuteInit, startTestRunner, type TestRunner, connectError, grpcError } from '../helpers/runner-harness.js';
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];

@@ -21,7 +21,7 @@ import {
   ValueEntriesSchema,
   type ValueEntries,
 } from '../../src/gen/ldbox/runner/internal/v1/struct_entries_pb.js';
-import { ExecuteRequestSchema, ExecuteResponseSchema, ResultKind } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
+import { ExecuteRequestSchema, ExecuteResponseSchema, type ResultKind } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { connectError, grpcError, startTestRunner } from '../helpers/runner-harness.js';
 
 const runner = await startTestRunner({ LDBOX_MAX_CODE_BYTES: '4096', LDBOX_MAX_INPUT_BYTES: '1024' });

@@ -237,13 +237,13 @@ t.test('__proto__, constructor and prototype never reach a prototype', async (t)
   t.equal(renderTemplates('{{trigger.output.body.__proto__.polluted}}', c), 'yes');
   t.equal(renderTemplates('{{trigger.output.body.constructor.prototype}}', c), 1, 'own constructor.prototype');
   const whole = renderTemplates('{{trigger.output.body}}', c) as Record<string, unknown>;
-  t.ok(Object.prototype.hasOwnProperty.call(whole, '__proto__'), 'a copied __proto__ stays an own field');
+  t.ok(Object.hasOwn(whole, '__proto__'), 'a copied __proto__ stays an own field');
   t.equal(Object.getPrototypeOf(whole), Object.prototype, 'and the copy\'s prototype is untouched');
   t.equal(({} as Record<string, unknown>)['polluted'], undefined, 'Object.prototype not polluted');
   // A `__proto__` key in the input itself stays an own field of the output.
   const input = JSON.parse('{"__proto__": "{{trigger.output.body.constructor}}"}') as JsonValue;
   const out = renderTemplates(input, c) as Record<string, unknown>;
-  t.ok(Object.prototype.hasOwnProperty.call(out, '__proto__'), 'input __proto__ key kept as data');
+  t.ok(Object.hasOwn(out, '__proto__'), 'input __proto__ key kept as data');
   t.same(Object.getOwnPropertyDescriptor(out, '__proto__')?.value, { prototype: 1 });
   t.equal(Object.getPrototypeOf(out), Object.prototype);
 });

@@ -128,7 +128,7 @@ function readBody(v: unknown, headers: Record<string, string>): string | Uint8Ar
   }
   if (typeof v !== 'object') fail(`body must be an object, a string or a byte array, got ${kind(v)}`);
   const contentType = headers['content-type'];
-  if (contentType !== undefined && contentType.trim().toLowerCase().startsWith(FORM_URLENCODED)) {
+  if (contentType?.trim().toLowerCase().startsWith(FORM_URLENCODED)) {
     if (Array.isArray(v)) fail(`an ${FORM_URLENCODED} body must be an object, a string or a byte array, got an array`);
     const form = new URLSearchParams();
     for (const [k, x] of Object.entries(v as Record<string, unknown>)) appendFormValue(form, k, x);

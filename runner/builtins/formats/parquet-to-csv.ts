@@ -278,14 +278,15 @@ function readSchema(file: Uint8Array): Schema {
     return A.tableFromIPC(pw.readSchema(footerOnly).intoIPCStream()).schema;
   } catch (err) {
     if (err instanceof WebAssembly.RuntimeError) discardParquetWasm();
+    let last = err;
     if (footerOnly !== file) {
       try {
         return A.tableFromIPC(parquetWasmLib().readSchema(file).intoIPCStream()).schema;
       } catch (again) {
-        err = again;
+        last = again;
       }
     }
-    throw new ConversionInputError(`the Parquet file could not be read: ${libraryMessage(err)}`);
+    throw new ConversionInputError(`the Parquet file could not be read: ${libraryMessage(last)}`);
   }
 }
 

@@ -119,8 +119,8 @@ function parseV6(ip: string): Uint16Array {
   const [head, rest] = text.includes('::') ? (text.split('::') as [string, string]) : [text, undefined];
   const left = head === '' ? [] : head.split(':');
   const right = rest === undefined || rest === '' ? [] : rest.split(':');
-  left.forEach((h, i) => (groups[i] = parseInt(h, 16)));
-  right.forEach((h, i) => (groups[8 - right.length + i] = parseInt(h, 16)));
+  for (const [i, h] of left.entries()) groups[i] = parseInt(h, 16);
+  for (const [i, h] of right.entries()) groups[8 - right.length + i] = parseInt(h, 16);
   return groups;
 }
 

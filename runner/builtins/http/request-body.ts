@@ -46,7 +46,7 @@ export async function encodeBody(value: unknown, contentType: string | undefined
   if (value === undefined || value === null) return { body: undefined };
   if (typeof value === 'string' || value instanceof Uint8Array) return { body: value };
   if (value instanceof GuestFormData) return encodeForm(value);
-  if (contentType !== undefined && contentType.trim().toLowerCase().startsWith(FORM_URLENCODED)) {
+  if (contentType?.trim().toLowerCase().startsWith(FORM_URLENCODED)) {
     if (typeof value !== 'object' || Array.isArray(value)) {
       throw new GuestFacingError('TypeError', `ld.request: an ${FORM_URLENCODED} body must be an object or a string, got ${describe(value)}`);
     }

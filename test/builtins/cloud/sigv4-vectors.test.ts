@@ -134,7 +134,7 @@ const CASES = readdirSync(FIXTURES, { withFileTypes: true })
 
 t.test('the fixtures are the 17 cases named in SOURCE.md, and the reference signer reproduces them', async (t) => {
   const source = readFileSync(new URL('SOURCE.md', FIXTURES), 'utf8');
-  const listed = /Cases copied \(17\): ([^]*?)\.\n/.exec(source)?.[1]?.replace(/\([^)]*\)/g, '').split(',').map((s) => s.trim()).sort();
+  const listed = /Cases copied \(17\): ([\s\S]*?)\.\n/.exec(source)?.[1]?.replace(/\([^)]*\)/g, '').split(',').map((s) => s.trim()).sort();
   t.same(CASES, listed);
   for (const name of CASES) {
     const creq = read(name, 'creq');

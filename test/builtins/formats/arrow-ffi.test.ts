@@ -24,7 +24,7 @@ function csvOfBatches(schema: Schema, batches: { columns: Data[]; rows: number }
   const plans = schema.fields.map(() => new ColumnPlan());
   const out = new ByteWriter(1024);
   for (const b of batches) {
-    b.columns.forEach((c, i) => planColumn(c, writers[i]!, plans[i]));
+    for (const [i, c] of b.columns.entries()) planColumn(c, writers[i]!, plans[i]);
     writeRows(out, plans, b.rows);
   }
   return out.bytes().toString('utf8');

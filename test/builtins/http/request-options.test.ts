@@ -134,7 +134,9 @@ t.test('bodies', async (t) => {
     // Parsed by Node's own fetch implementation, independent of the runner's copy of undici.
     const parsed = await new Response(new Uint8Array(rec.body), { headers: { 'content-type': ct } }).formData();
     const names: string[] = [];
-    parsed.forEach((_v, k) => names.push(k));
+    parsed.forEach((_v, k) => {
+      names.push(k);
+    });
     t.same(names, ['title', 'count', 'file', 'notes', 'raw']);
     t.equal(parsed.get('title'), 'Quarterly report');
     t.equal(parsed.get('count'), '3');
