@@ -74,9 +74,16 @@ export function createRunnerMetrics(pool: RunnerPool): RunnerMetrics {
     (s) => (s.workers * s.concurrentPerWorker === 0 ? 0 : s.busy / (s.workers * s.concurrentPerWorker)),
   );
 
+  // One child per outcome, made once: prom-client hashes a label object on every call otherwise.
+  const children = new Map<ExecuteOutcome, { seconds: { observe(v: number): void }; total: { inc(): void } }>();
   const observe = (outcome: ExecuteOutcome, started: number): void => {
-    seconds.observe({ outcome }, (performance.now() - started) / 1000);
-    total.inc({ outcome });
+    let child = children.get(outcome);
+    if (!child) {
+      child = { seconds: seconds.labels(outcome), total: total.labels(outcome) };
+      children.set(outcome, child);
+    }
+    child.seconds.observe((performance.now() - started) / 1000);
+    child.total.inc();
   };
   const interceptor: Interceptor = (next) => async (req) => {
     if (req.method !== RunnerService.method.execute) return next(req);
