@@ -39,8 +39,8 @@ import {
 import type { Logger } from '../src/logging/logger.js';
 import { controlPlaneConnectError } from './control-plane-errors.js';
 import type { KvCache } from '../src/nats/kv-cache.js';
-import { type ExecutionEncoding, type ExecutionRepository, toProtoExecution } from '../src/store/execution-repository.js';
-import { keepProtoKeysTextEncoder } from '../src/json/proto-keys.js';
+import { type ExecutionRepository, toProtoExecution } from '../src/store/execution-repository.js';
+import { keepProtoKeysTextEncoder, type ProtoEncoding } from '../src/json/proto-keys.js';
 import type { WorkflowRepository } from '../src/store/workflow-repository.js';
 import { toProtoWorkspace, type WorkspaceRepository } from '../src/store/workspace-repository.js';
 import { rotateWebhookSecret, setWebhookAuthMethod } from '../src/workflows/webhook-secret.js';
@@ -132,12 +132,13 @@ export function registerControlPlane(router: ConnectRouter, deps: ControlPlaneDe
         throw controlPlaneConnectError(err, method, deps.log);
       }
     };
-  const toProto = (record: WorkflowRecord, secret?: string) => toProtoWorkflow(record, { baseUrl: deps.config.baseUrl, now: now(), secret });
+  const toProto = (record: WorkflowRecord, ctx: HandlerContext, secret?: string) =>
+    toProtoWorkflow(record, { baseUrl: deps.config.baseUrl, now: now(), secret, encoding: responseEncoding(ctx) });
   const cacheShows = (id: string, record: WorkflowRecord | undefined) =>
     waitForCache(deps.workflowCache, id, (v) => (record === undefined ? v === undefined : v !== undefined && JSON.stringify(v) === JSON.stringify(record)));
 
   router.service(WorkflowService, {
-    createWorkflow: wrap('CreateWorkflow', async (req) => {
+    createWorkflow: wrap('CreateWorkflow', async (req, ctx) => {
       const draft = validateCreateWorkflow(req);
       const s = stores();
       const { record, secret } = createWorkflowRecord(draft, { now: now() });
@@ -148,15 +149,15 @@ export function registerControlPlane(router: ConnectRouter, deps: ControlPlaneDe
       await s.workflows.create(record);
       await cacheShows(record.id, record);
       deps.log.info({ workflowId: record.id, workspace: record.workspace, authMethod: record.webhook.auth.method }, 'workflow created');
-      return create(CreateWorkflowResponseSchema, { workflow: toProto(record, secret) });
+      return create(CreateWorkflowResponseSchema, { workflow: toProto(record, ctx, secret) });
     }),
-    getWorkflow: wrap('GetWorkflow', async (req) => {
+    getWorkflow: wrap('GetWorkflow', async (req, ctx) => {
       checkWorkflowId(req.id);
       const record = await stores().workflows.get(req.id);
       if (!record) throw notFound(`workflow ${req.id} not found`);
-      return create(GetWorkflowResponseSchema, { workflow: toProto(record) });
+      return create(GetWorkflowResponseSchema, { workflow: toProto(record, ctx) });
     }),
-    listWorkflows: wrap('ListWorkflows', async (req) => {
+    listWorkflows: wrap('ListWorkflows', async (req, ctx) => {
       if (req.workspace !== '') checkWorkspaceName(req.workspace);
       const page = await stores().workflows.list({
         workspace: req.workspace || undefined,
@@ -166,9 +167,9 @@ export function registerControlPlane(router: ConnectRouter, deps: ControlPlaneDe
       if (!page) throw new ConnectError('pageToken is not a token from a previous ListWorkflows call', Code.InvalidArgument);
       const workflows = page.workflows.map((r) => {
         const unreadable = page.unreadable.get(r.id);
-        if (!unreadable) return toProto(r);
+        if (!unreadable) return toProto(r, ctx);
         deps.log.warn({ method: 'ListWorkflows', workflowId: r.id, keyId: unreadable.keyId, err: unreadable.message }, 'listed a workflow whose stored secrets cannot be opened');
-        return toProtoWorkflow(r, { baseUrl: deps.config.baseUrl, now: now(), unreadable: unreadable.message });
+        return toProtoWorkflow(r, { baseUrl: deps.config.baseUrl, now: now(), unreadable: unreadable.message, encoding: responseEncoding(ctx) });
       });
       return create(ListWorkflowsResponseSchema, { workflows, nextPageToken: page.nextPageToken });
     }),
@@ -245,11 +246,11 @@ export function registerControlPlane(router: ConnectRouter, deps: ControlPlaneDe
 
 /**
  * How the answer to this call will be encoded (the request's): JSON for `application/json` and
- * `application/grpc-web+json`, binary otherwise. Execution records are built for it so that an own
- * `__proto__` key stays data (src/json/proto-keys.ts; the JSON serializer restores it, see
- * {@link controlPlaneJsonOptions}).
+ * `application/grpc-web+json`, binary otherwise. Workflows and execution records are built for it so
+ * that an own `__proto__` key stays data (src/json/proto-keys.ts; the JSON serializer restores it, see
+ * {@link controlPlaneJsonOptions}). Requests keep theirs through request-proto-keys.ts.
  */
-function responseEncoding(ctx: HandlerContext): ExecutionEncoding {
+function responseEncoding(ctx: HandlerContext): ProtoEncoding {
   const type = (ctx.requestHeader.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase();
   return type.endsWith('json') ? 'json' : 'binary';
 }

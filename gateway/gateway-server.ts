@@ -44,6 +44,7 @@ import type { WorkflowRecord } from '../src/workflows/workflow-model.js';
 import { adminAuth, adminTokenCheck, controlPlaneJsonOptions, type ControlPlaneStores, registerControlPlane, sendUnauthenticated, UNAUTHENTICATED_BODY_BYTES } from './control-plane.js';
 import { createGatewayMetrics, type GatewayMetrics, type RouteLabel } from './gateway-metrics.js';
 import { RateLimiter } from './rate-limiter.js';
+import { keepProtoKeysInRequests, requestBytesContext } from './request-proto-keys.js';
 import { nameEnumFieldInErrors, strictEnums } from './strict-enums.js';
 import { WorkflowService, WorkspaceService } from '../src/gen/ldbox/workflows/v1/workflows_pb.js';
 import { sendError, WebhookError } from './webhook-errors.js';
@@ -52,6 +53,9 @@ import { PublishBatcher } from './publish-batch.js';
 import { scrubUrl } from './webhook-payload.js';
 
 const MiB = 1024 * 1024;
+
+/** The largest control-plane request message, decompressed. */
+const CONTROL_PLANE_MAX_BYTES = 64 * MiB;
 
 /** The request message of each control-plane path (`/<service>/<method>`). */
 const CONTROL_PLANE_INPUTS = new Map<string, DescMessage>([WorkflowService, WorkspaceService].flatMap((s) => s.methods.map((m) => [`/${s.typeName}/${m.name}`, m.input] as const)));
@@ -215,9 +219,11 @@ class GatewayRole extends RoleLifecycle implements Gateway {
       grpcWeb: true,
       // gRPC needs HTTP/2; this port is HTTP/1.1 (see control-plane.ts).
       grpc: false,
-      readMaxBytes: 64 * MiB,
+      readMaxBytes: CONTROL_PLANE_MAX_BYTES,
       jsonOptions: controlPlaneJsonOptions(),
-      interceptors: [adminAuth(config.adminToken), strictEnums()],
+      // Requests that can hold a Struct are tapped, so own `__proto__` keys survive decoding (request-proto-keys.ts).
+      contextValues: (req) => requestBytesContext(req, CONTROL_PLANE_INPUTS.get(splitTarget(req.url ?? '/').pathname), CONTROL_PLANE_MAX_BYTES),
+      interceptors: [adminAuth(config.adminToken), strictEnums(), keepProtoKeysInRequests()],
       routes: (router) => registerControlPlane(router, { config, stores: () => this.#stores, workflowCache: this.#workflowCache, log: this.#log }),
       fallback: (_req, res) => sendError(res as http.ServerResponse, new WebhookError('not_found', 'no such route')),
     });

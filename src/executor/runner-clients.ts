@@ -20,7 +20,7 @@ import { create, type DescService, type JsonObject, type JsonValue, type Message
 import { type Empty, EmptySchema } from '@bufbuild/protobuf/wkt';
 import { type ExecuteRequest, ExecuteRequestSchema, type ExecuteResponse, RunnerService } from '../gen/ldbox/runner/v1/runner_pb.js';
 import type { RunnerClientTls } from '../config/executor-config.js';
-import { readExecuteResponse, withInputBytes } from './runner-wire.js';
+import { readExecuteResponse, withStructBytes } from './runner-wire.js';
 
 /** How long a runner that refused a call is passed over (unless every runner is). */
 export const COOL_DOWN_MS = 1000;
@@ -144,8 +144,8 @@ export class RunnerClients {
    * {@link RunnerCallError} or (an answer that cannot be read) UndeliverableResultError.
    */
   async execute(init: ExecuteInit, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<RunnerAnswer> {
-    const { input, ...rest } = init;
-    const req = withInputBytes(create(ExecuteRequestSchema, rest), (input ?? {}) as JsonObject);
+    const { input, auth, ...rest } = init;
+    const req = withStructBytes(create(ExecuteRequestSchema, rest), { input: (input ?? {}) as JsonObject, auth: auth as JsonObject | undefined });
     const order = this.#order();
     const refusals: string[] = [];
     for (const runner of order) {

@@ -3,9 +3,9 @@
  * cannot carry faithfully: it fills a Struct's map by assignment, so an own `"__proto__"` key of the
  * request's `input` or of the response's `result` becomes a prototype change and disappears.
  *
- * - Request: `input` is written with the runner's direct Value writer (runner/wire/value-binary.ts, keys
- *   from `Object.keys`) and attached as field 2 through protobuf-es's unknown fields, which `toBinary`
- *   writes as they are. The runner reads it keeping every key (runner/wire/struct-entries.ts).
+ * - Request: `input` and `auth` are written with the direct Value writer (src/protobuf/value-binary.ts,
+ *   keys from `Object.keys`) and attached as fields 2 and 3 through protobuf-es's unknown fields, which
+ *   `toBinary` writes as they are. The runner reads them keeping every key (src/protobuf/struct-entries.ts).
  * - Response: the client decodes the answer as `google.protobuf.Empty`, which keeps every field as raw
  *   bytes; here it is decoded as ExecuteResponse, and `result` (when its bytes hold `__proto__`) once more
  *   as entries whose keys are defined, never assigned. A response that cannot be decoded (e.g. a result
@@ -15,12 +15,11 @@
  * Test: test/executor/request-data.test.ts.
  */
 import { fromBinary, type JsonObject, type JsonValue, toBinary, toJson } from '@bufbuild/protobuf';
-import { WireType } from '@bufbuild/protobuf/wire';
 import { type Empty, EmptySchema, ValueSchema } from '@bufbuild/protobuf/wkt';
-import { type ExecuteRequest, type ExecuteResponse, ExecuteResponseSchema } from '../gen/ldbox/runner/v1/runner_pb.js';
+import { type ExecuteRequest, ExecuteRequestSchema, type ExecuteResponse, ExecuteResponseSchema } from '../gen/ldbox/runner/v1/runner_pb.js';
+import { structUnknownField } from '../json/proto-keys.js';
 import { ValueEntriesSchema } from '../gen/ldbox/runner/internal/v1/struct_entries_pb.js';
 import { valueEntriesToJson } from '../protobuf/struct-entries.js';
-import { encodeValueField } from '../protobuf/value-binary.js';
 
 /**
  * The deepest `input` the executor sends (the input object is level 1): the runner reads at most ~32
@@ -52,15 +51,17 @@ export function valueDepth(value: unknown, limit = Infinity): number {
   return max;
 }
 
-/** `req` with `input` moved into an unknown field 2 holding the Struct's bytes written key by key. */
-export function withInputBytes(req: ExecuteRequest, input: JsonObject): ExecuteRequest {
-  // encodeValueField(1, v) is: tag 0x0a, varint(size), then the Value: 0x2a (struct_value), varint(n), Struct.
-  const field = encodeValueField(1, input);
-  let at = 1;
-  while (field[at]! & 0x80) at++;
-  at += 2; // the last byte of the size, then the struct_value tag
+/**
+ * `req` with `input` and `auth` moved into unknown fields 2 and 3, each holding its Struct's bytes written
+ * key by key (src/json/proto-keys.ts). `input` always goes this way (the direct writer is also the fast
+ * one); `auth` too, since a node's `auth` may hold a `__proto__` key as well.
+ */
+export function withStructBytes(req: ExecuteRequest, structs: { input: JsonObject; auth?: JsonObject | undefined }): ExecuteRequest {
+  const fields = [structUnknownField(ExecuteRequestSchema.field.input!.number, structs.input)];
+  if (structs.auth !== undefined) fields.push(structUnknownField(ExecuteRequestSchema.field.auth!.number, structs.auth));
   req.input = undefined;
-  req.$unknown = [...(req.$unknown ?? []), { no: 2, wireType: WireType.LengthDelimited, data: field.subarray(at) }];
+  req.auth = undefined;
+  req.$unknown = [...(req.$unknown ?? []), ...fields];
   return req;
 }
 

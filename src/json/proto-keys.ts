@@ -10,10 +10,18 @@
  * - Binary: the field is left unset and its bytes, written key by key by the runner's Value writer
  *   (runner/wire/value-binary.ts), are attached as an unknown field, which `toBinary` writes as it is.
  *
- * Test: test/executor/request-data.test.ts.
+ * {@link setStructKeepingKeys} does either for one Struct field of a message being built: the control plane's
+ * execution reads (src/store/execution-repository.ts) and workflow reads (src/workflows/workflow-model.ts)
+ * use it.
+ *
+ * Requests lose the key the same way when protobuf-es decodes them; src/json/proto-keys-requests.ts puts
+ * it back from the bytes as sent.
+ *
+ * Tests: test/executor/request-data.test.ts (executions), test/gateway/workflow-proto-keys.test.ts
+ * (workflow definitions, requests and answers).
  */
 import { randomBytes } from 'node:crypto';
-import type { JsonObject, JsonValue } from '@bufbuild/protobuf';
+import type { DescField, JsonObject, JsonValue, Message } from '@bufbuild/protobuf';
 import { WireType } from '@bufbuild/protobuf/wire';
 import { encodeValueField } from '../protobuf/value-binary.js';
 
@@ -73,4 +81,23 @@ export function structUnknownField(no: number, obj: JsonObject): { no: number; w
   const field = encodeValueField(no, obj);
   const at = skipVarint(field, skipVarint(field, 0)) + 1;
   return { no, wireType: WireType.LengthDelimited, data: field.subarray(at) };
+}
+
+/**
+ * How a message will be encoded for its client. An own `__proto__` key in a Struct or Value stays data only
+ * when the message is built for its encoding; `json` also needs the serializer's text encoder
+ * {@link keepProtoKeysTextEncoder}.
+ */
+export type ProtoEncoding = 'json' | 'binary';
+
+/**
+ * Sets the `google.protobuf.Struct` field `field` of `message` (being built) to `obj`, so that every key of
+ * `obj` reaches a client that gets the message as `encoding`: as it is when no `__proto__` key is inside,
+ * else with stand-ins (JSON) or as an unknown field holding the Struct's bytes (binary).
+ */
+export function setStructKeepingKeys(message: Message, field: DescField, obj: JsonObject, encoding: ProtoEncoding): void {
+  const fields = message as unknown as Record<string, unknown>;
+  if (!hasProtoKey(obj)) fields[field.localName] = obj;
+  else if (encoding === 'json') fields[field.localName] = withStandIns(obj);
+  else message.$unknown = [...(message.$unknown ?? []), structUnknownField(field.number, obj)];
 }

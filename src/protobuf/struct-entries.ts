@@ -21,12 +21,13 @@ export function structsKeepingKeys(bytes: Uint8Array): { input?: JsonObject; aut
   if (Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).indexOf(PROTO_KEY) === -1) return undefined;
   const data = fromBinary(ExecuteRequestDataSchema, bytes);
   const out: { input?: JsonObject; auth?: JsonObject } = {};
-  if (data.input) out.input = toObject(data.input);
-  if (data.auth) out.auth = toObject(data.auth);
+  if (data.input) out.input = structEntriesToJson(data.input);
+  if (data.auth) out.auth = structEntriesToJson(data.auth);
   return out;
 }
 
-function toObject(struct: StructEntries): JsonObject {
+/** A Struct read as entries, as an object whose keys are all own data properties (the last duplicate wins). */
+export function structEntriesToJson(struct: StructEntries): JsonObject {
   const obj: JsonObject = {};
   for (const { key, value } of struct.fields) {
     Object.defineProperty(obj, key, { value: valueEntriesToJson(value), enumerable: true, writable: true, configurable: true });
@@ -43,7 +44,7 @@ export function valueEntriesToJson(value: ValueEntries | undefined): JsonValue {
     case 'boolValue':
       return kind.value;
     case 'structValue':
-      return toObject(kind.value);
+      return structEntriesToJson(kind.value);
     case 'listValue':
       return kind.value.values.map(valueEntriesToJson);
     default:

@@ -32,7 +32,7 @@ import {
 import { JOBS_STREAM, jobSubject, KV_BUCKETS } from '../nats/streams.js';
 import { parseWebhookJob } from '../workflows/webhook-job.js';
 import { isExecutionId } from '../workflows/ids.js';
-import { hasProtoKey, structUnknownField, valueUnknownField, withStandIns } from '../json/proto-keys.js';
+import { hasProtoKey, type ProtoEncoding, setStructKeepingKeys, valueUnknownField, withStandIns } from '../json/proto-keys.js';
 import { kvKeys, kvLastByPattern } from './kv-index.js';
 import { decodeJson, decodePageToken, encodeJson, encodePageToken, unavailable } from './store-errors.js';
 
@@ -116,12 +116,8 @@ function timestamp(iso: unknown): ReturnType<typeof timestampFromDate> | undefin
   return d && !Number.isNaN(d.getTime()) ? timestampFromDate(d) : undefined;
 }
 
-/**
- * How the message will be encoded: an own `__proto__` key in a Struct or Value is kept as data only by
- * preparing for the encoding (src/json/proto-keys.ts); `json` needs the serializer's text encoder
- * `keepProtoKeysTextEncoder`.
- */
-export type ExecutionEncoding = 'json' | 'binary';
+/** How the message will be encoded (see ProtoEncoding in src/json/proto-keys.ts). */
+export type ExecutionEncoding = ProtoEncoding;
 
 /** A stored node entry as the message; one that cannot be read is shown as such, never a failed read. */
 function nodeFromJson(n: unknown, encoding: ExecutionEncoding): NodeExecution {
@@ -146,15 +142,9 @@ function nodeFromJson(n: unknown, encoding: ExecutionEncoding): NodeExecution {
 
 /** The trigger as the message, its body and query keeping every key for `encoding`. */
 function triggerMessage(body: JsonObject, query: JsonObject, encoding: ExecutionEncoding): Trigger {
-  const keyed = (v: JsonObject): JsonObject => (hasProtoKey(v) ? withStandIns(v) : v);
-  if (encoding === 'json') return create(TriggerSchema, { body: keyed(body), query: keyed(query) });
   const trigger = create(TriggerSchema);
-  const unknown = [];
-  for (const [name, value] of [['body', body], ['query', query]] as const) {
-    if (hasProtoKey(value)) unknown.push(structUnknownField(TriggerSchema.field[name]!.number, value));
-    else trigger[name] = value;
-  }
-  if (unknown.length > 0) trigger.$unknown = unknown;
+  setStructKeepingKeys(trigger, TriggerSchema.field.body!, body, encoding);
+  setStructKeepingKeys(trigger, TriggerSchema.field.query!, query, encoding);
   return trigger;
 }
 

@@ -2,7 +2,7 @@
  * The workflow model: checks of a CreateWorkflow request (each refusal a WorkflowValidationError with an
  * exact message naming the field), the stored record, the webhook URL, and the conversion of a record
  * to the `ldbox.workflows.v1.Workflow` message. Secret hashes never leave the record; node `auth` values
- * are shown redacted.
+ * are shown redacted. Node `input` and `auth` keep every key, `__proto__` too (src/json/proto-keys.ts).
  *
  * Tests: test/workflows/workflow-model.test.ts.
  */
@@ -20,6 +20,7 @@ import {
   type Workflow,
   WorkflowSchema,
 } from '../gen/ldbox/workflows/v1/workflows_pb.js';
+import { type ProtoEncoding, setStructKeepingKeys } from '../json/proto-keys.js';
 import { isExecutionId, isWorkflowId, newWebhookId, newWorkflowId } from './ids.js';
 import { formatPath, validateTemplates } from './template.js';
 import { WorkflowValidationError } from './validation-error.js';
@@ -352,6 +353,8 @@ export interface ToProtoOptions {
   secret?: string | undefined;
   /** Why the record's node `auth` cannot be opened (ListWorkflows): set as `unreadable`, `auth` left out. */
   unreadable?: string | undefined;
+  /** How the message will be encoded (default `json`): node `input` and `auth` are built for it. */
+  encoding?: ProtoEncoding | undefined;
 }
 
 /** The webhook of a record as the proto message; hashes never leave, the secret only when given. */
@@ -375,15 +378,18 @@ export function toProtoWorkflow(record: WorkflowRecord, options: ToProtoOptions)
     id: record.id,
     name: record.name,
     workspace: record.workspace,
-    nodes: record.nodes.map((n) =>
-      create(NodeSchema, {
+    nodes: record.nodes.map((n) => {
+      const node = create(NodeSchema, {
         id: n.id,
         code: n.code,
-        input: n.input,
-        ...(options.unreadable === undefined ? { auth: redactStrings(n.auth) as JsonObject } : {}),
         limits: create(LimitsSchema, { timeoutMs: n.limits.timeoutMs, memoryBytes: BigInt(n.limits.memoryBytes) }),
-      }),
-    ),
+      });
+      // Set so that an own `__proto__` key (at any depth) reaches the client as data, not lost in encoding.
+      const encoding = options.encoding ?? 'json';
+      setStructKeepingKeys(node, NodeSchema.field.input!, n.input, encoding);
+      if (options.unreadable === undefined) setStructKeepingKeys(node, NodeSchema.field.auth!, redactStrings(n.auth) as JsonObject, encoding);
+      return node;
+    }),
     webhook: toProtoWebhook(record, options),
     rateLimitPerSecond: record.rateLimitPerSecond,
     createdAt: timestampFromDate(new Date(record.createdAt)),
