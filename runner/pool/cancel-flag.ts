@@ -80,6 +80,11 @@ export function startedAt(flag: Int32Array): number {
   return new Float64Array(flag.buffer, flag.byteOffset + 8, 1)[0]!;
 }
 
+/** True while the call waits for a sandbox: in the pool's queue, or placed on a worker that has not started it. */
+export function isWaiting(flag: Int32Array): boolean {
+  return Atomics.load(flag, 0) <= QUEUED;
+}
+
 /** True when the call was cancelled before any worker took it. */
 export function isCancelledWhileQueued(flag: Int32Array): boolean {
   return Atomics.load(flag, 0) === CANCELLED;

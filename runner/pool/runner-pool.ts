@@ -6,6 +6,7 @@ import {
   codeHashOf,
   startedHostWork,
   isStarted,
+  isWaiting,
   requestCancel,
   requestIdOf,
   runningOn,
@@ -357,12 +358,17 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
     execute,
     executeWire,
     status: () => {
+      // A call that ended but whose reply is still on its way counts as neither.
       let busy = 0;
-      for (const flag of inFlight.keys()) if (isStarted(flag)) busy++;
+      let queued = 0;
+      for (const flag of inFlight.keys()) {
+        if (isStarted(flag)) busy++;
+        else if (isWaiting(flag)) queued++;
+      }
       return {
         workers: piscina.threads.length,
         busy,
-        queued: inFlight.size - busy,
+        queued,
         completed,
         failed,
         workersReplaced,

@@ -16,11 +16,11 @@ const runner = await startTestRunner();
 t.teardown(() => runner.close());
 
 
-/** Polls GetPoolStatus until `predicate` holds (up to `ms`); returns the last status. */
+/** Polls GetPoolStatus until `predicate` holds (up to `ms`, room for a loaded machine); returns the last status. */
 async function eventually(
   on: TestRunner,
   predicate: (s: GetPoolStatusResponse) => boolean,
-  ms = 2000,
+  ms = 10_000,
 ): Promise<GetPoolStatusResponse> {
   const until = performance.now() + ms;
   let s = await on.grpc.getPoolStatus();
