@@ -20,7 +20,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { create } from '@bufbuild/protobuf';
 import { Code, ConnectError, type ConnectRouter, type HandlerContext, type Interceptor } from '@connectrpc/connect';
-import type { GatewayConfig } from '../src/config/gateway-config.js';
+import type { GatewayConfig } from './gateway-config.js';
 import { bearerAuth, createTokenCheck, type TokenCheck } from '../src/connect/bearer-auth.js';
 import {
   CreateWorkflowResponseSchema,

@@ -23,7 +23,7 @@ import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { GatewayConfig } from '../src/config/gateway-config.js';
+import type { GatewayConfig } from './gateway-config.js';
 import type { Logger } from '../src/logging/logger.js';
 import { http1ServerOptions, limitHttp1Server } from '../src/http/connection-limits.js';
 import { answerThenDiscard } from '../src/http/discard-body.js';

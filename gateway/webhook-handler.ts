@@ -20,7 +20,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { KV } from '@nats-io/kv';
-import type { GatewayConfig } from '../src/config/gateway-config.js';
+import type { GatewayConfig } from './gateway-config.js';
 import { answerAfterDiscard } from '../src/http/discard-body.js';
 import type { Logger } from '../src/logging/logger.js';
 import { claimIdempotencyKey, confirmIdempotencyKey, releaseIdempotencyKey } from '../src/nats/idempotency.js';

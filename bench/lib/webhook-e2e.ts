@@ -177,13 +177,13 @@ async function childMain(kind: 'runner' | 'executor'): Promise<void> {
   let close: () => Promise<void>;
   let port: number;
   if (kind === 'runner') {
-    const { loadRunnerConfig } = await import('../../src/config/runner-config.js');
+    const { loadRunnerConfig } = await import('../../runner/config/runner-config.js');
     const { startRunnerServer } = await import('../../runner/server/runner-server.js');
     const server = await startRunnerServer(loadRunnerConfig(process.env), log);
     port = server.port;
     close = () => server.close(2000);
   } else {
-    const { loadExecutorConfig } = await import('../../src/config/executor-config.js');
+    const { loadExecutorConfig } = await import('../../src/executor/executor-config.js');
     const { startExecutor } = await import('../../src/executor/index.js');
     const executor = await startExecutor(loadExecutorConfig(process.env), log);
     const deadline = Date.now() + 30_000;

@@ -25,7 +25,7 @@ import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { startGateway } from '../../gateway/index.js';
-import { loadGatewayConfig } from '../../src/config/gateway-config.js';
+import { loadGatewayConfig } from '../../gateway/gateway-config.js';
 import { createLogger } from '../../src/logging/logger.js';
 
 type Kind = 'bare' | 'reference' | 'gateway';

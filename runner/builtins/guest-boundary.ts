@@ -1,4 +1,4 @@
-import type { BuiltinConfig } from '../../src/config/runner-config.js';
+import type { BuiltinConfig } from '../config/index.js';
 
 /**
  * The guest boundary: the contract between the sandbox (runner/sandbox, the host side of the bridge the

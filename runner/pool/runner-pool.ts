@@ -1,5 +1,5 @@
 import { Piscina } from 'piscina';
-import type { PoolConfig } from '../../src/config/runner-config.js';
+import type { PoolConfig } from '../config/index.js';
 import type { SandboxOutcome, SandboxRequest } from '../sandbox/index.js';
 import { encodeExecuteResponse, type WireEncoding } from '../wire/execute-response.js';
 import {

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Code } from '@connectrpc/connect';
-import type { RunnerConfig } from '../../src/config/runner-config.js';
+import type { RunnerConfig } from '../config/index.js';
 import type { Logger } from '../../src/logging/logger.js';
 import { CallCancel, type RunnerPool } from '../pool/index.js';
 import type { WireEncoding } from '../wire/execute-response.js';

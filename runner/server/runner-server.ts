@@ -3,7 +3,7 @@ import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import type { Registry } from 'prom-client';
-import type { RunnerConfig } from '../../src/config/runner-config.js';
+import type { RunnerConfig } from '../config/index.js';
 import { file_ldbox_runner_v1_runner, RunnerService } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { Health } from '../../src/gen/grpc/health/v1/health_pb.js';
 import type { Logger } from '../../src/logging/logger.js';

@@ -1,6 +1,6 @@
 import { create } from '@bufbuild/protobuf';
 import type { ConnectRouter } from '@connectrpc/connect';
-import type { RunnerConfig } from '../../src/config/runner-config.js';
+import type { RunnerConfig } from '../config/index.js';
 import type { Logger } from '../../src/logging/logger.js';
 import { GetPoolStatusResponseSchema, RunnerService } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import type { RunnerPool } from '../pool/index.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type DescMessage, fromBinary, fromJsonString, type JsonObject } from '@bufbuild/protobuf';
-import type { PoolConfig } from '../../src/config/runner-config.js';
+import type { PoolConfig } from '../config/index.js';
 import {
   type ExecuteRequest,
   ExecuteRequestSchema,

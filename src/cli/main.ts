@@ -9,14 +9,12 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { acceptedValues, ConfigError, type SettingSpec, shownDefault } from '../config/env-parsers.js';
-import { loadGatewayConfig } from '../config/gateway-config.js';
-import { loadExecutorConfig } from '../config/executor-config.js';
-import { type Command, COMMAND_SETTINGS, unknownSettingWarnings } from '../config/known-settings.js';
+import { type Command, COMMAND_SETTINGS, unknownSettingWarnings } from './known-settings.js';
 import { loadLogLevel } from '../config/log-config.js';
-import { loadRunnerConfig } from '../config/runner-config.js';
-import { startExecutor } from '../executor/index.js';
-import { startGateway } from '../../gateway/index.js';
+import { loadExecutorConfig, startExecutor } from '../executor/index.js';
+import { loadGatewayConfig, startGateway } from '../../gateway/index.js';
 import { createLogger, type Logger } from '../logging/logger.js';
+import { loadRunnerConfig } from '../../runner/config/index.js';
 import { startRunnerServer } from '../../runner/server/index.js';
 import { runDev } from '../dev/dev-command.js';
 import { REENCRYPT_ABOUT, runReencrypt } from './reencrypt-command.js';

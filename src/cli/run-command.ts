@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { loadRunnerConfig } from '../config/runner-config.js';
+import { loadRunnerConfig } from '../../runner/config/index.js';
 import { ConfigError, type Env } from '../config/env-parsers.js';
 import { createRunnerPool } from '../../runner/pool/index.js';
 import { collectSecrets, type ResultKind, type SandboxOutcome } from '../../runner/sandbox/index.js';

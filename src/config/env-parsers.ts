@@ -1,7 +1,7 @@
 /**
  * Parsers for environment settings. Each setting is described once, by a {@link SettingSpec} in the
  * config module of the role that reads it; the loaders read through these specs, `--help` prints them and
- * the unknown-variable warning collects their names (src/config/known-settings.ts). Each rule fails with
+ * the unknown-variable warning collects their names (src/cli/known-settings.ts). Each rule fails with
  * an exact message naming the variable, the accepted values and the value it got, so a misconfigured
  * deployment says what to fix instead of starting with a surprise.
  */

@@ -17,7 +17,7 @@ import http from 'node:http';
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { EXECUTE_DEADLINE_SLACK_MS, type ExecutorConfig } from '../config/executor-config.js';
+import { EXECUTE_DEADLINE_SLACK_MS, type ExecutorConfig } from './executor-config.js';
 import { http1ServerOptions, limitHttp1Server } from '../http/connection-limits.js';
 import { createOpsRoutes } from '../http/ops-routes.js';
 import { sendJson } from '../http/send-json.js';

@@ -19,7 +19,7 @@ import { createGrpcTransport } from '@connectrpc/connect-node';
 import { create, type DescService, type JsonObject, type JsonValue, type MessageInitShape } from '@bufbuild/protobuf';
 import { type Empty, EmptySchema } from '@bufbuild/protobuf/wkt';
 import { type ExecuteRequest, ExecuteRequestSchema, type ExecuteResponse, RunnerService } from '../gen/ldbox/runner/v1/runner_pb.js';
-import type { RunnerClientTls } from '../config/executor-config.js';
+import type { RunnerClientTls } from './executor-config.js';
 import { readExecuteResponse, withStructBytes } from './runner-wire.js';
 
 /** How long a runner that refused a call is passed over (unless every runner is). */

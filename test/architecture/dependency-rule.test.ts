@@ -57,8 +57,11 @@ const ALLOWED: ReadonlyMap<string, string> = new Map();
 /**
  * Files other areas may import besides the area's `index.ts`. runner/builtins/guest-boundary.ts is the
  * contract the sandbox and the built-ins share; importing it must not load the concrete table (index.ts).
+ * runner/config/egress-allow-list.ts is the syntax of LDBOX_EGRESS_ALLOW that the runner's config and its
+ * egress guard (runner/builtins/http, in every worker) share; importing it must not load the config
+ * loader (index.ts).
  */
-const ENTRIES: ReadonlySet<string> = new Set(['runner/builtins/guest-boundary.ts']);
+const ENTRIES: ReadonlySet<string> = new Set(['runner/builtins/guest-boundary.ts', 'runner/config/egress-allow-list.ts']);
 
 /** Ways into a role from the composition root that are not an entry, with the reason (none today). */
 const ROOT_EDGES_ALLOWED: ReadonlyMap<string, string> = new Map();
@@ -195,7 +198,11 @@ t.test('the scan reads the import graph', async (t) => {
 });
 
 t.test('the layers', async (t) => {
-  t.equal(layerOf('src/config/runner-config.ts'), 'shared');
+  t.equal(layerOf('src/config/nats-config.ts'), 'shared');
+  t.equal(layerOf('runner/config/runner-config.ts'), 'runner');
+  t.equal(layerOf('gateway/gateway-config.ts'), 'gateway');
+  t.equal(layerOf('src/executor/executor-config.ts'), 'executor');
+  t.equal(layerOf('src/cli/known-settings.ts'), 'root');
   t.equal(layerOf('src/executor/run-execution.ts'), 'executor');
   t.equal(layerOf('src/cli/main.ts'), 'root');
   t.equal(layerOf('src/dev/dev-command.ts'), 'root');

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import t from 'tap';
-import { COMMAND_SETTINGS } from '../../src/config/known-settings.js';
+import { COMMAND_SETTINGS } from '../../src/cli/known-settings.js';
 import { freePort } from '../helpers/nats-server.js';
 import { ldbox } from '../helpers/ldbox-cli.js';
 

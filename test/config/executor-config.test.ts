@@ -1,7 +1,7 @@
-/** `loadExecutorConfig`: defaults, every variable, and every rule's exact message (src/config/executor-config.ts). */
+/** `loadExecutorConfig`: defaults, every variable, and every rule's exact message (src/executor/executor-config.ts). */
 import t from 'tap';
 import { ConfigError } from '../../src/config/env-parsers.js';
-import { EXECUTE_DEADLINE_SLACK_MS, type ExecutorConfig, loadExecutorConfig as loadWithoutKey } from '../../src/config/executor-config.js';
+import { EXECUTE_DEADLINE_SLACK_MS, type ExecutorConfig, loadExecutorConfig as loadWithoutKey } from '../../src/executor/executor-config.js';
 import { TEST_DATA_KEY } from '../helpers/data-keys.js';
 
 /** The loader with a data key set (test/config/data-key-config.test.ts covers the key itself). */

@@ -1,7 +1,7 @@
-/** `loadGatewayConfig`: defaults and every rule's exact message (src/config/gateway-config.ts). */
+/** `loadGatewayConfig`: defaults and every rule's exact message (gateway/gateway-config.ts). */
 import t from 'tap';
 import { ConfigError } from '../../src/config/env-parsers.js';
-import { type GatewayConfig, loadGatewayConfig as loadWithoutKey } from '../../src/config/gateway-config.js';
+import { type GatewayConfig, loadGatewayConfig as loadWithoutKey } from '../../gateway/gateway-config.js';
 import { TEST_DATA_KEY } from '../helpers/data-keys.js';
 
 /** The loader with a data key set (test/config/data-key-config.test.ts covers the key itself). */

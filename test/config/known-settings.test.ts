@@ -1,16 +1,16 @@
 /**
- * The settings table collected from the config modules (src/config/known-settings.ts): every name a
+ * The settings table collected from the config modules (src/cli/known-settings.ts): every name a
  * loader reads is in it, and unknown LDBOX_* variables get a warning with the nearest name.
  */
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { shownDefault } from '../../src/config/env-parsers.js';
-import { loadDevConfig } from '../../src/config/dev-config.js';
-import { loadExecutorConfig } from '../../src/config/executor-config.js';
-import { loadGatewayConfig } from '../../src/config/gateway-config.js';
-import { COMMAND_SETTINGS, editDistance, KNOWN_SETTING_NAMES, unknownSettingWarnings } from '../../src/config/known-settings.js';
+import { loadDevConfig } from '../../src/dev/dev-config.js';
+import { loadExecutorConfig } from '../../src/executor/executor-config.js';
+import { loadGatewayConfig } from '../../gateway/gateway-config.js';
+import { COMMAND_SETTINGS, editDistance, KNOWN_SETTING_NAMES, unknownSettingWarnings } from '../../src/cli/known-settings.js';
 import { loadLogLevel } from '../../src/config/log-config.js';
-import { loadRunnerConfig } from '../../src/config/runner-config.js';
+import { loadRunnerConfig } from '../../runner/config/runner-config.js';
 
 /** The names a loader reads from `env`, seen through a Proxy. */
 function namesRead(load: (env: Record<string, string | undefined>) => unknown, base: Record<string, string> = {}): Set<string> {

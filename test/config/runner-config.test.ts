@@ -1,11 +1,11 @@
 /**
  * `loadRunnerConfig`: the defaults, and every rule's exact message for a bad value
- * (src/config/runner-config.ts, src/config/env-parsers.ts).
+ * (runner/config/runner-config.ts, src/config/env-parsers.ts).
  */
 import { availableParallelism } from 'node:os';
 import t from 'tap';
 import { ConfigError } from '../../src/config/env-parsers.js';
-import { loadRunnerConfig } from '../../src/config/runner-config.js';
+import { loadRunnerConfig } from '../../runner/config/runner-config.js';
 
 const MiB = 1024 * 1024;
 

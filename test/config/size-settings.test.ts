@@ -5,8 +5,8 @@
  */
 import t from 'tap';
 import { ConfigError } from '../../src/config/env-parsers.js';
-import { loadGatewayConfig } from '../../src/config/gateway-config.js';
-import { loadRunnerConfig } from '../../src/config/runner-config.js';
+import { loadGatewayConfig } from '../../gateway/gateway-config.js';
+import { loadRunnerConfig } from '../../runner/config/runner-config.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;

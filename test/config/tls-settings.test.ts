@@ -2,15 +2,15 @@
  * The TLS settings of the runner (LDBOX_RUNNER_TLS_CERT, _KEY, _CLIENT_CA), the executor
  * (LDBOX_RUNNER_CA, LDBOX_RUNNER_CLIENT_CERT, _KEY) and the rule that a non-loopback runner needs a
  * token or client certificates (LDBOX_RUNNER_INSECURE): every exact message, over files made by openssl
- * (src/config/tls-files.ts, src/config/runner-config.ts, src/config/executor-config.ts).
+ * (src/config/tls-files.ts, runner/config/runner-config.ts, src/executor/executor-config.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { ConfigError, type Env } from '../../src/config/env-parsers.js';
-import { loadExecutorConfig } from '../../src/config/executor-config.js';
-import { isLoopback, loadRunnerConfig } from '../../src/config/runner-config.js';
+import { loadExecutorConfig } from '../../src/executor/executor-config.js';
+import { isLoopback, loadRunnerConfig } from '../../runner/config/runner-config.js';
 import { makeTestCertificates } from '../helpers/test-certificates.js';
 import { TEST_DATA_KEY } from '../helpers/data-keys.js';
 

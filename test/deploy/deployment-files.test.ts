@@ -14,10 +14,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { Registry } from 'prom-client';
 import t from 'tap';
-import { COMMAND_SETTINGS } from '../../src/config/known-settings.js';
-import { loadExecutorConfig } from '../../src/config/executor-config.js';
-import { loadGatewayConfig } from '../../src/config/gateway-config.js';
-import { isLoopback, loadRunnerConfig } from '../../src/config/runner-config.js';
+import { COMMAND_SETTINGS } from '../../src/cli/known-settings.js';
+import { loadExecutorConfig } from '../../src/executor/executor-config.js';
+import { loadGatewayConfig } from '../../gateway/gateway-config.js';
+import { isLoopback, loadRunnerConfig } from '../../runner/config/runner-config.js';
 import { runCli } from '../../src/cli/main.js';
 import { RunnerService } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { createOpsRoutes, type OpsRoute } from '../../src/http/ops-routes.js';

@@ -3,7 +3,7 @@
  * in-process unless a test spawns the executor itself), plus helpers to wait for an execution's record.
  */
 import type { Test } from 'tap';
-import { loadExecutorConfig } from '../../src/config/executor-config.js';
+import { loadExecutorConfig } from '../../src/executor/executor-config.js';
 import { type Executor, startExecutor } from '../../src/executor/index.js';
 import { createLogger, type Logger, silentLogger } from '../../src/logging/logger.js';
 import type { NatsServerOptions, TestNatsServer } from '../helpers/nats-server.js';

@@ -6,7 +6,7 @@
 import { once } from 'node:events';
 import net from 'node:net';
 import t from 'tap';
-import { loadExecutorConfig } from '../../src/config/executor-config.js';
+import { loadExecutorConfig } from '../../src/executor/executor-config.js';
 import { startExecutor } from '../../src/executor/index.js';
 import { silentLogger } from '../../src/logging/logger.js';
 import { startNatsServer } from '../helpers/nats-server.js';

@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import t from 'tap';
 import { pino } from 'pino';
 import { startGateway } from '../../gateway/index.js';
-import { loadGatewayConfig } from '../../src/config/gateway-config.js';
+import { loadGatewayConfig } from '../../gateway/gateway-config.js';
 import { startNatsServer } from '../helpers/nats-server.js';
 import { waitFor } from '../nats/util.js';
 import { ADMIN_TOKEN, createWorkflow, hook } from './harness.js';

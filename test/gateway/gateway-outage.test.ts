@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
-import { loadGatewayConfig } from '../../src/config/gateway-config.js';
+import { loadGatewayConfig } from '../../gateway/gateway-config.js';
 import { silentLogger } from '../../src/logging/logger.js';
 import { JOBS_STREAM } from '../../src/nats/streams.js';
 import { startGateway } from '../../gateway/index.js';

@@ -6,7 +6,7 @@
 import type { Test } from 'tap';
 import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { type Gateway, startGateway } from '../../gateway/index.js';
-import { type GatewayConfig, loadGatewayConfig } from '../../src/config/gateway-config.js';
+import { type GatewayConfig, loadGatewayConfig } from '../../gateway/gateway-config.js';
 import { type Logger, silentLogger } from '../../src/logging/logger.js';
 import { JOBS_STREAM, jobSubject } from '../../src/nats/streams.js';
 import { startNatsServer, type NatsServerOptions, type TestNatsServer } from '../helpers/nats-server.js';

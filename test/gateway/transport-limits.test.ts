@@ -12,7 +12,7 @@ import { gzipSync } from 'node:zlib';
 import { pino } from 'pino';
 import t from 'tap';
 import { startGateway } from '../../gateway/index.js';
-import { loadGatewayConfig } from '../../src/config/gateway-config.js';
+import { loadGatewayConfig } from '../../gateway/gateway-config.js';
 import { startNatsServer } from '../helpers/nats-server.js';
 import { waitFor } from '../nats/util.js';
 import { ADMIN_TOKEN, createWorkflow } from './harness.js';

@@ -6,7 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import { create, fromBinary, toBinary, type MessageInitShape } from '@bufbuild/protobuf';
 import { ConnectError, createClient, type Client } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect-node';
-import { loadRunnerConfig } from '../../src/config/runner-config.js';
+import { loadRunnerConfig } from '../../runner/config/runner-config.js';
 import {
   type ExecuteRequest,
   ExecuteRequestSchema,

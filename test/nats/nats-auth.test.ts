@@ -12,7 +12,7 @@ import { connect, nkeys } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import t, { type Test } from 'tap';
 import { startGateway } from '../../gateway/index.js';
-import { loadGatewayConfig } from '../../src/config/gateway-config.js';
+import { loadGatewayConfig } from '../../gateway/gateway-config.js';
 import type { Logger } from '../../src/logging/logger.js';
 import { createFlow, stackFixture, waitForFinish } from '../executor/harness.js';
 import { ADMIN_TOKEN, hook } from '../gateway/harness.js';

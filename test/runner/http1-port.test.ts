@@ -13,7 +13,7 @@ import { create, fromBinary, toBinary, toJson } from '@bufbuild/protobuf';
 import { ValueSchema } from '@bufbuild/protobuf/wkt';
 import * as grpc from '@grpc/grpc-js';
 import t from 'tap';
-import { loadRunnerConfig } from '../../src/config/runner-config.js';
+import { loadRunnerConfig } from '../../runner/config/runner-config.js';
 import { type ExecuteResponse, ExecuteRequestSchema, ExecuteResponseSchema } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { silentLogger } from '../../src/logging/logger.js';
 import { HTTP2_PREFACE } from '../../runner/server/dual-protocol-listener.js';

@@ -10,7 +10,7 @@ import net from 'node:net';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import * as grpc from '@grpc/grpc-js';
 import t, { type Test } from 'tap';
-import { loadRunnerConfig } from '../../src/config/runner-config.js';
+import { loadRunnerConfig } from '../../runner/config/runner-config.js';
 import { RunnerClients, RunnerUnavailableError } from '../../src/executor/runner-clients.js';
 import { type ExecuteRequest, ExecuteRequestSchema, type ExecuteResponse, ExecuteResponseSchema } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { silentLogger } from '../../src/logging/logger.js';

@@ -1,5 +1,5 @@
 import { BlockList, isIP } from 'node:net';
-import { EgressConfigError, normaliseHost, parseEgressAllowList, stripZone } from '../../../src/config/egress-allow-list.js';
+import { EgressConfigError, normaliseHost, parseEgressAllowList, stripZone } from '../../config/egress-allow-list.js';
 
 export { EgressConfigError };
 
@@ -151,7 +151,7 @@ export function isEgressRefused(err: unknown): err is EgressRefusedError {
 
 /**
  * The egress policy: the default rules plus the operator's allow list (LDBOX_EGRESS_ALLOW, read by
- * src/config/egress-allow-list.ts). An allowed host may reach whatever it resolves to; an allowed
+ * runner/config/egress-allow-list.ts). An allowed host may reach whatever it resolves to; an allowed
  * network may be reached under any name.
  */
 export class EgressGuard {

@@ -4,7 +4,7 @@
  *
  * Tests: test/config/dev-config.test.ts.
  */
-import { type Env, intSetting, type SettingSpec, stringSetting } from './env-parsers.js';
+import { type Env, intSetting, type SettingSpec, stringSetting } from '../config/env-parsers.js';
 
 const S = {
   dataDir: { kind: 'text', name: 'LDBOX_DATA_DIR', shown: '.ldbox', meaning: 'where `ldbox dev` keeps NATS data and the generated tokens' },

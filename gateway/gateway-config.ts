@@ -10,15 +10,15 @@
  *
  * Tests: test/config/gateway-config.test.ts.
  */
-import type { KeyRing } from '../crypto/secret-box.js';
-import { HTTP_LIMIT_SETTING_LIST, type HttpLimits, loadHttpLimits } from './http-limits-config.js';
-import type { JobsStreamOptions } from '../nats/streams.js';
-import { normalizeBaseUrl } from '../workflows/workflow-model.js';
-import { isWorkflowValidationError } from '../workflows/validation-error.js';
-import type { NatsSettings } from '../nats/connection-options.js';
-import { ConfigError, type Env, hostSetting, intSetting, type SettingSpec, sizeSetting, stringSetting } from './env-parsers.js';
-import { loadNatsSettings, NATS_SETTINGS } from './nats-config.js';
-import { DATA_KEY_SETTINGS, loadDataKeys } from './data-key-config.js';
+import type { KeyRing } from '../src/crypto/secret-box.js';
+import { HTTP_LIMIT_SETTING_LIST, type HttpLimits, loadHttpLimits } from '../src/config/http-limits-config.js';
+import type { JobsStreamOptions } from '../src/nats/streams.js';
+import { normalizeBaseUrl } from '../src/workflows/workflow-model.js';
+import { isWorkflowValidationError } from '../src/workflows/validation-error.js';
+import type { NatsSettings } from '../src/nats/connection-options.js';
+import { ConfigError, type Env, hostSetting, intSetting, type SettingSpec, sizeSetting, stringSetting } from '../src/config/env-parsers.js';
+import { loadNatsSettings, NATS_SETTINGS } from '../src/config/nats-config.js';
+import { DATA_KEY_SETTINGS, loadDataKeys } from '../src/config/data-key-config.js';
 
 const MiB = 1024 * 1024;
 

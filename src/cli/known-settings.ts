@@ -1,17 +1,18 @@
 /**
  * The settings of each command, collected from the config modules (each role's module is the one place
- * that names its settings), and the warning about `LDBOX_*` variables that are none of them.
+ * that names its settings; the composition root takes a role's list through the role's index.ts), and the
+ * warning about `LDBOX_*` variables that are none of them.
  *
  * Tests: test/config/known-settings.test.ts, test/cli/unknown-settings.test.ts.
  */
-import { DEV_SETTINGS } from './dev-config.js';
-import type { Env, SettingSpec } from './env-parsers.js';
-import { NATS_SETTINGS } from './nats-config.js';
-import { DATA_KEY_SETTINGS } from './data-key-config.js';
-import { EXECUTOR_SETTINGS } from './executor-config.js';
-import { GATEWAY_SETTINGS } from './gateway-config.js';
-import { LOG_SETTINGS } from './log-config.js';
-import { RUNNER_SETTINGS } from './runner-config.js';
+import { DEV_SETTINGS } from '../dev/dev-config.js';
+import type { Env, SettingSpec } from '../config/env-parsers.js';
+import { NATS_SETTINGS } from '../config/nats-config.js';
+import { DATA_KEY_SETTINGS } from '../config/data-key-config.js';
+import { EXECUTOR_SETTINGS } from '../executor/index.js';
+import { GATEWAY_SETTINGS } from '../../gateway/index.js';
+import { LOG_SETTINGS } from '../config/log-config.js';
+import { RUNNER_SETTINGS } from '../../runner/config/index.js';
 
 export type Command = 'runner' | 'gateway' | 'executor' | 'dev' | 'run' | 'reencrypt';
 

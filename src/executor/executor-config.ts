@@ -4,7 +4,7 @@
  *
  * Tests: test/config/executor-config.test.ts.
  */
-import { HTTP_LIMIT_SETTING_LIST, type HttpLimits, loadHttpLimits } from './http-limits-config.js';
+import { HTTP_LIMIT_SETTING_LIST, type HttpLimits, loadHttpLimits } from '../config/http-limits-config.js';
 import {
   ConfigError,
   type Env,
@@ -15,12 +15,12 @@ import {
   optionalSecret,
   type SettingSpec,
   withoutCredentials,
-} from './env-parsers.js';
-import { certificateSetting, keyPairSetting } from './tls-files.js';
+} from '../config/env-parsers.js';
+import { certificateSetting, keyPairSetting } from '../config/tls-files.js';
 import type { NatsSettings } from '../nats/connection-options.js';
-import { loadNatsSettings, NATS_SETTINGS } from './nats-config.js';
+import { loadNatsSettings, NATS_SETTINGS } from '../config/nats-config.js';
 import type { KeyRing } from '../crypto/secret-box.js';
-import { DATA_KEY_SETTINGS, loadDataKeys } from './data-key-config.js';
+import { DATA_KEY_SETTINGS, loadDataKeys } from '../config/data-key-config.js';
 
 export interface ExecutorConfig {
   /** Where `/healthz`, `/readyz` and `/metrics` listen (HTTP/1.1). */

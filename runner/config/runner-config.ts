@@ -1,8 +1,8 @@
 import { availableParallelism } from 'node:os';
 import { EgressConfigError, parseEgressAllowList } from './egress-allow-list.js';
-import { certificateSetting, keyPairSetting, type PemKeyPair } from './tls-files.js';
-import { HTTP_LIMIT_SETTING_LIST, type HttpLimits, loadHttpLimits } from './http-limits-config.js';
-import { choiceSetting, ConfigError, type Env, hostSetting, intSetting, listSetting, MAX_TIMEOUT_MS, optionalSecret, type SettingSpec, sizeSetting } from './env-parsers.js';
+import { certificateSetting, keyPairSetting, type PemKeyPair } from '../../src/config/tls-files.js';
+import { HTTP_LIMIT_SETTING_LIST, type HttpLimits, loadHttpLimits } from '../../src/config/http-limits-config.js';
+import { choiceSetting, ConfigError, type Env, hostSetting, intSetting, listSetting, MAX_TIMEOUT_MS, optionalSecret, type SettingSpec, sizeSetting } from '../../src/config/env-parsers.js';
 
 const MiB = 1024 * 1024;
 
