@@ -24,7 +24,11 @@ import { Worker } from 'node:worker_threads';
 import { create, fromBinary, toBinary, toJson, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 import { ValueSchema } from '@bufbuild/protobuf/wkt';
 import * as grpc from '@grpc/grpc-js';
-import { HealthCheckRequestSchema, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus as ServingStatus } from '../src/gen/grpc/health/v1/health_pb.js';
+import {
+  HealthCheckRequestSchema,
+  HealthCheckResponseSchema,
+  HealthCheckResponse_ServingStatus as ServingStatus,
+} from '../src/gen/grpc/health/v1/health_pb.js';
 import { ExecuteRequestSchema, ExecuteResponseSchema, RunnerService } from '../src/gen/ldbox/runner/v1/runner_pb.js';
 import { anyFreePort } from '../src/net/local-ports.js';
 import { h2load, type H2loadResult } from './lib/h2load.js';
@@ -85,7 +89,9 @@ async function startRunner(): Promise<Runner> {
 
 /** The runner's resident set, from /proc (the child's own, workers included). */
 function rssBytes(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'));
   return Number(/(\d+)/.exec(line ?? '')?.[1] ?? NaN) * 1024;
 }
 
@@ -106,7 +112,13 @@ function grpcFrame(bytes: Uint8Array): Buffer {
 }
 
 /** One unary call through @grpc/grpc-js with protobuf-es codecs. */
-function grpcCall<I extends DescMessage, O extends DescMessage>(client: grpc.Client, path: string, i: I, o: O, message: MessageShape<I>): Promise<MessageShape<O>> {
+function grpcCall<I extends DescMessage, O extends DescMessage>(
+  client: grpc.Client,
+  path: string,
+  i: I,
+  o: O,
+  message: MessageShape<I>,
+): Promise<MessageShape<O>> {
   return new Promise((resolve, reject) => {
     client.makeUnaryRequest(
       path,
@@ -188,21 +200,32 @@ async function main(): Promise<number> {
     const rssHalf = rssBytes(runner.proc.pid!);
     const load = await executeRun(rest - Math.floor(rest / 2), LOAD_CONNECTIONS, LOAD_STREAMS);
     const rssTotal = rssBytes(runner.proc.pid!);
-    const loadRate = ((half.succeeded + load.succeeded) / (half.elapsedSec + load.elapsedSec));
+    const loadRate = (half.succeeded + load.succeeded) / (half.elapsedSec + load.elapsedSec);
 
     // (b) one call at a time, each path warmed up first.
     await h2load({ url: url(HEALTH_PATH), bodyFile: healthBody, requests: 500, connections: 1, streams: 1, headers: GRPC_HEADERS });
-    const healthSeq = await h2load({ url: url(HEALTH_PATH), bodyFile: healthBody, requests: SEQUENTIAL_CALLS, connections: 1, streams: 1, headers: GRPC_HEADERS });
+    const healthSeq = await h2load({
+      url: url(HEALTH_PATH),
+      bodyFile: healthBody,
+      requests: SEQUENTIAL_CALLS,
+      connections: 1,
+      streams: 1,
+      headers: GRPC_HEADERS,
+    });
     const executeSeq = await executeRun(SEQUENTIAL_CALLS, 1, 1);
 
     const concurrency = process.env.LDBOX_POOL_CONCURRENCY ?? 'default';
     const ratioA = loadRate / reference;
     const ratioB = executeSeq.meanMs / healthSeq.meanMs;
     const ratioC = rssTotal / rssFirst;
-    console.log(`\nExecute \`return 1\` over gRPC, runner with ${WORKERS} workers (LDBOX_POOL_CONCURRENCY=${concurrency}), h2load; ${TOTAL_CALLS + SEQUENTIAL_CALLS} calls, all confirmed by the runner's counters${problems ? ' — NOT ALL' : ''}\n`);
+    console.log(
+      `\nExecute \`return 1\` over gRPC, runner with ${WORKERS} workers (LDBOX_POOL_CONCURRENCY=${concurrency}), h2load; ${TOTAL_CALLS + SEQUENTIAL_CALLS} calls, all confirmed by the runner's counters${problems ? ' — NOT ALL' : ''}\n`,
+    );
     console.log('| what | figure |');
     console.log('|---|---|');
-    console.log(`| Execute over gRPC, ${LOAD_CONNECTIONS} connections × ${LOAD_STREAMS} streams (${half.succeeded + load.succeeded} calls) | ${fmt(loadRate)} calls/s |`);
+    console.log(
+      `| Execute over gRPC, ${LOAD_CONNECTIONS} connections × ${LOAD_STREAMS} streams (${half.succeeded + load.succeeded} calls) | ${fmt(loadRate)} calls/s |`,
+    );
     console.log(`| bare fresh QuickJS runtime + context, ${WORKERS} threads | ${fmt(reference)} calls/s |`);
     console.log(`| Execute, one call at a time: mean (sd) | ${fmt(executeSeq.meanMs * 1000)} µs (${fmt(executeSeq.sdMs * 1000)}) |`);
     console.log(`| grpc.health.v1.Health/Check, one at a time: mean (sd) | ${fmt(healthSeq.meanMs * 1000)} µs (${fmt(healthSeq.sdMs * 1000)}) |`);

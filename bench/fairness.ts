@@ -15,13 +15,7 @@
 import { spawn } from 'node:child_process';
 import * as grpc from '@grpc/grpc-js';
 import { create, fromBinary, toBinary, type MessageInitShape } from '@bufbuild/protobuf';
-import {
-  type ExecuteRequest,
-  ExecuteRequestSchema,
-  type ExecuteResponse,
-  ExecuteResponseSchema,
-  RunnerService,
-} from '../src/gen/ldbox/runner/v1/runner_pb.js';
+import { type ExecuteRequest, ExecuteRequestSchema, type ExecuteResponse, ExecuteResponseSchema, RunnerService } from '../src/gen/ldbox/runner/v1/runner_pb.js';
 import { anyFreePort } from '../src/net/local-ports.js';
 import { Samples } from './lib/stats.js';
 
@@ -108,7 +102,10 @@ async function main(): Promise<void> {
   try {
     const { call, close } = executeClient(port);
     for (;;) {
-      const ok = await call({ code: 'return 1' }).then(() => true, () => false);
+      const ok = await call({ code: 'return 1' }).then(
+        () => true,
+        () => false,
+      );
       if (ok) break;
       if (runner.exitCode !== null) throw new Error('the runner exited at start');
       await new Promise((r) => setTimeout(r, 100));

@@ -133,7 +133,9 @@ async function main(): Promise<void> {
     const sides = ['csv2parquet', 'parquet2csv'] as const;
     const summary: Record<string, unknown> = {};
     console.log('');
-    console.log(`${'conversion'.padEnd(13)}${'side'.padEnd(12)}${pad('time ms', 9)}${pad('MB/s', 8)}${pad('peak Δ MiB', 12)}${pad('peak MiB', 10)}${pad('COPY-only ms', 14)}   runs (ms)`);
+    console.log(
+      `${'conversion'.padEnd(13)}${'side'.padEnd(12)}${pad('time ms', 9)}${pad('MB/s', 8)}${pad('peak Δ MiB', 12)}${pad('peak MiB', 10)}${pad('COPY-only ms', 14)}   runs (ms)`,
+    );
     for (const side of sides) {
       const js = runs[`js-${side}`]!;
       const duck = runs[`duck-${side}`]!;

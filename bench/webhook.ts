@@ -481,8 +481,14 @@ function printEndToEnd(e: EndToEndResult): void {
     `noise: load average (1 min) ${fmt(e.loadAvg1.before, 2)} before, ${fmt(e.loadAvg1.after, 2)} after, on ${availableParallelism()} cores; ` +
       'this machine is shared and small, so these are indicative figures, not a capacity claim (no goal for part 2).',
   );
-  for (const [name, p] of [['(a)', e.unloaded], ['(b)', e.loaded]] as const) {
-    if (p.failed) console.log(`WARNING: part 2 ${name}: ${p.failed} of ${p.sent} webhooks did not reach \`succeeded\` within ${s.timeoutMs / 1000} s; first: ${p.firstFailure}`);
+  for (const [name, p] of [
+    ['(a)', e.unloaded],
+    ['(b)', e.loaded],
+  ] as const) {
+    if (p.failed)
+      console.log(
+        `WARNING: part 2 ${name}: ${p.failed} of ${p.sent} webhooks did not reach \`succeeded\` within ${s.timeoutMs / 1000} s; first: ${p.firstFailure}`,
+      );
   }
 }
 
@@ -611,7 +617,9 @@ function report(ms: Measurement[]): void {
   const disturbed = ms.filter((m) => m.foreignCores > FOREIGN_WARN_CORES).length;
   console.log(
     `goal ${allMet && !anyErrors ? 'MET' : allMet ? 'MET, BUT THE RUN HAD ERRORS' : 'NOT MET'}` +
-      (disturbed > ms.length / 3 ? ` (NOT CONCLUSIVE: other processes used > ${FOREIGN_WARN_CORES} cores in ${disturbed} of ${ms.length} measurements; re-run on a quiet machine)` : ''),
+      (disturbed > ms.length / 3
+        ? ` (NOT CONCLUSIVE: other processes used > ${FOREIGN_WARN_CORES} cores in ${disturbed} of ${ms.length} measurements; re-run on a quiet machine)`
+        : ''),
   );
 }
 

@@ -106,7 +106,12 @@ export function adminAuth(token: string): Interceptor {
 export function sendUnauthenticated(req: IncomingMessage, res: ServerResponse): void {
   const type = req.headers['content-type'] ?? '';
   if (type.startsWith('application/grpc-web')) {
-    res.writeHead(200, { 'content-type': type.split(';', 1)[0]!, 'grpc-status': String(Code.Unauthenticated), 'grpc-message': encodeURIComponent(UNAUTHENTICATED_MESSAGE), 'content-length': '0' });
+    res.writeHead(200, {
+      'content-type': type.split(';', 1)[0]!,
+      'grpc-status': String(Code.Unauthenticated),
+      'grpc-message': encodeURIComponent(UNAUTHENTICATED_MESSAGE),
+      'content-length': '0',
+    });
     res.end();
     return;
   }
@@ -168,7 +173,10 @@ export function registerControlPlane(router: ConnectRouter, deps: ControlPlaneDe
       const workflows = page.workflows.map((r) => {
         const unreadable = page.unreadable.get(r.id);
         if (!unreadable) return toProto(r, ctx);
-        deps.log.warn({ method: 'ListWorkflows', workflowId: r.id, keyId: unreadable.keyId, err: unreadable.message }, 'listed a workflow whose stored secrets cannot be opened');
+        deps.log.warn(
+          { method: 'ListWorkflows', workflowId: r.id, keyId: unreadable.keyId, err: unreadable.message },
+          'listed a workflow whose stored secrets cannot be opened',
+        );
         return toProtoWorkflow(r, { baseUrl: deps.config.baseUrl, now: now(), unreadable: unreadable.message, encoding: responseEncoding(ctx) });
       });
       return create(ListWorkflowsResponseSchema, { workflows, nextPageToken: page.nextPageToken });

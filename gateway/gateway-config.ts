@@ -50,18 +50,79 @@ export interface GatewayConfig {
 }
 
 const S = {
-  adminToken: { kind: 'text', name: 'LDBOX_ADMIN_TOKEN', shown: 'required', meaning: 'bearer token of the control plane, at least 16 characters, no whitespace (`ldbox dev` generates one)' },
+  adminToken: {
+    kind: 'text',
+    name: 'LDBOX_ADMIN_TOKEN',
+    shown: 'required',
+    meaning: 'bearer token of the control plane, at least 16 characters, no whitespace (`ldbox dev` generates one)',
+  },
   host: { kind: 'text', name: 'LDBOX_GATEWAY_HOST', shown: '127.0.0.1', meaning: 'address the gateway binds' },
-  port: { kind: 'int', name: 'LDBOX_GATEWAY_PORT', fallback: 8080, min: 0, max: 65535, meaning: 'webhooks, control plane, /healthz, /readyz, /metrics (0 = any free port)' },
+  port: {
+    kind: 'int',
+    name: 'LDBOX_GATEWAY_PORT',
+    fallback: 8080,
+    min: 0,
+    max: 65535,
+    meaning: 'webhooks, control plane, /healthz, /readyz, /metrics (0 = any free port)',
+  },
   baseUrl: { kind: 'text', name: 'LDBOX_BASE_URL', shown: 'http://127.0.0.1:<port>', meaning: 'public base of webhook URLs' },
-  webhookRate: { kind: 'int', name: 'LDBOX_WEBHOOK_RATE', fallback: 50, min: 0, max: 100_000, meaning: 'default per-workflow webhook rate, requests/s (0 = off)' },
-  maxBodyBytes: { kind: 'size', name: 'LDBOX_MAX_BODY_BYTES', fallback: 5 * MiB, min: 1024, max: 64 * MiB, meaning: "largest webhook body, in bytes or with a unit (must fit nats-server's max_payload)" },
-  jobsMaxMsgs: { kind: 'int', name: 'LDBOX_JOBS_MAX_MSGS', fallback: 1_000_000, min: 1, max: 1_000_000_000, meaning: 'most jobs in the JOBS stream; a full stream refuses new jobs (503)' },
-  jobsMaxBytes: { kind: 'size', name: 'LDBOX_JOBS_MAX_BYTES', fallback: 1024 * MiB, min: MiB, max: Number.MAX_SAFE_INTEGER, meaning: 'most bytes in the JOBS stream, in bytes or with a unit' },
-  jobsDuplicateWindowMs: { kind: 'int', name: 'LDBOX_JOBS_DUPLICATE_WINDOW_MS', fallback: 120_000, min: 1000, max: 86_400_000, meaning: "the JOBS stream's duplicate window, ms" },
+  webhookRate: {
+    kind: 'int',
+    name: 'LDBOX_WEBHOOK_RATE',
+    fallback: 50,
+    min: 0,
+    max: 100_000,
+    meaning: 'default per-workflow webhook rate, requests/s (0 = off)',
+  },
+  maxBodyBytes: {
+    kind: 'size',
+    name: 'LDBOX_MAX_BODY_BYTES',
+    fallback: 5 * MiB,
+    min: 1024,
+    max: 64 * MiB,
+    meaning: "largest webhook body, in bytes or with a unit (must fit nats-server's max_payload)",
+  },
+  jobsMaxMsgs: {
+    kind: 'int',
+    name: 'LDBOX_JOBS_MAX_MSGS',
+    fallback: 1_000_000,
+    min: 1,
+    max: 1_000_000_000,
+    meaning: 'most jobs in the JOBS stream; a full stream refuses new jobs (503)',
+  },
+  jobsMaxBytes: {
+    kind: 'size',
+    name: 'LDBOX_JOBS_MAX_BYTES',
+    fallback: 1024 * MiB,
+    min: MiB,
+    max: Number.MAX_SAFE_INTEGER,
+    meaning: 'most bytes in the JOBS stream, in bytes or with a unit',
+  },
+  jobsDuplicateWindowMs: {
+    kind: 'int',
+    name: 'LDBOX_JOBS_DUPLICATE_WINDOW_MS',
+    fallback: 120_000,
+    min: 1000,
+    max: 86_400_000,
+    meaning: "the JOBS stream's duplicate window, ms",
+  },
   jobsReplicas: { kind: 'int', name: 'LDBOX_JOBS_REPLICAS', fallback: 1, min: 1, max: 5, meaning: 'replicas of the stream and buckets (3 on a cluster)' },
-  idempotencyTtlMs: { kind: 'int', name: 'LDBOX_IDEMPOTENCY_TTL_MS', fallback: 86_400_000, min: 60_000, max: 30 * 86_400_000, meaning: 'how long an Idempotency-Key is honoured, ms' },
-  publishTimeoutMs: { kind: 'int', name: 'LDBOX_PUBLISH_TIMEOUT_MS', fallback: 5000, min: 100, max: 60_000, meaning: "wait for JetStream's ack before answering 503, ms" },
+  idempotencyTtlMs: {
+    kind: 'int',
+    name: 'LDBOX_IDEMPOTENCY_TTL_MS',
+    fallback: 86_400_000,
+    min: 60_000,
+    max: 30 * 86_400_000,
+    meaning: 'how long an Idempotency-Key is honoured, ms',
+  },
+  publishTimeoutMs: {
+    kind: 'int',
+    name: 'LDBOX_PUBLISH_TIMEOUT_MS',
+    fallback: 5000,
+    min: 100,
+    max: 60_000,
+    meaning: "wait for JetStream's ack before answering 503, ms",
+  },
 } as const satisfies Record<string, SettingSpec>;
 
 /** Every setting the gateway reads, for `--help` and the unknown-variable warning. */
@@ -72,7 +133,8 @@ export function loadGatewayConfig(env: Env): GatewayConfig {
   const port = intSetting(env, S.port);
   const host = hostSetting(env, S.host);
   const adminToken = env[S.adminToken.name] ?? '';
-  if (adminToken === '') throw new ConfigError('LDBOX_ADMIN_TOKEN is required: the control plane (WorkflowService) accepts only `Authorization: Bearer $LDBOX_ADMIN_TOKEN`');
+  if (adminToken === '')
+    throw new ConfigError('LDBOX_ADMIN_TOKEN is required: the control plane (WorkflowService) accepts only `Authorization: Bearer $LDBOX_ADMIN_TOKEN`');
   if (adminToken.length < 16) throw new ConfigError('LDBOX_ADMIN_TOKEN must be at least 16 characters long');
   if (/\s/.test(adminToken)) throw new ConfigError('LDBOX_ADMIN_TOKEN must not contain whitespace');
   let baseUrl: string;

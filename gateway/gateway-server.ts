@@ -41,7 +41,15 @@ import { decodeWorkflowForRouting } from '../src/store/workflow-codec.js';
 import { ensureWorkspacesBucket, WORKSPACES_BUCKET, WorkspaceRepository, type WorkspaceRecord } from '../src/store/workspace-repository.js';
 import type { RandomBytes } from '../src/workflows/webhook-secret.js';
 import type { WorkflowRecord } from '../src/workflows/workflow-model.js';
-import { adminAuth, adminTokenCheck, controlPlaneJsonOptions, type ControlPlaneStores, registerControlPlane, sendUnauthenticated, UNAUTHENTICATED_BODY_BYTES } from './control-plane.js';
+import {
+  adminAuth,
+  adminTokenCheck,
+  controlPlaneJsonOptions,
+  type ControlPlaneStores,
+  registerControlPlane,
+  sendUnauthenticated,
+  UNAUTHENTICATED_BODY_BYTES,
+} from './control-plane.js';
 import { createGatewayMetrics, type GatewayMetrics, type RouteLabel } from './gateway-metrics.js';
 import { RateLimiter } from './rate-limiter.js';
 import { keepProtoKeysInRequests, requestBytesContext } from './request-proto-keys.js';
@@ -58,7 +66,9 @@ const MiB = 1024 * 1024;
 const CONTROL_PLANE_MAX_BYTES = 64 * MiB;
 
 /** The request message of each control-plane path (`/<service>/<method>`). */
-const CONTROL_PLANE_INPUTS = new Map<string, DescMessage>([WorkflowService, WorkspaceService].flatMap((s) => s.methods.map((m) => [`/${s.typeName}/${m.name}`, m.input] as const)));
+const CONTROL_PLANE_INPUTS = new Map<string, DescMessage>(
+  [WorkflowService, WorkspaceService].flatMap((s) => s.methods.map((m) => [`/${s.typeName}/${m.name}`, m.input] as const)),
+);
 
 export interface Gateway {
   /** The bound port (useful when the config asked for port 0). */
@@ -118,7 +128,8 @@ class GatewayRole extends RoleLifecycle implements Gateway {
       client,
       bucket: KV_BUCKETS.workflows,
       logger: log,
-      decode: (v) => decodeWorkflowForRouting(v, config.dataKeys, (err) => log.warn({ keyId: err.keyId, err: err.message }, 'a stored node auth cannot be opened')),
+      decode: (v) =>
+        decodeWorkflowForRouting(v, config.dataKeys, (err) => log.warn({ keyId: err.keyId, err: err.message }, 'a stored node auth cannot be opened')),
     });
     this.#workspaceCache = new KvCache<WorkspaceRecord>({ client, bucket: WORKSPACES_BUCKET, logger: log });
     const limiter = new RateLimiter();
@@ -165,7 +176,17 @@ class GatewayRole extends RoleLifecycle implements Gateway {
     this.#port = await listenOrUndo(this.#server, config.port, config.host, () => this.destroy());
     if (!config.baseUrlSet) config.baseUrl = `http://127.0.0.1:${this.#port}`;
     this.started();
-    this.#log.info({ host: config.host, port: this.#port, nats: config.nats.shown, baseUrl: config.baseUrl, maxBodyBytes: config.maxBodyBytes, webhookRate: config.webhookRate }, 'gateway listening');
+    this.#log.info(
+      {
+        host: config.host,
+        port: this.#port,
+        nats: config.nats.shown,
+        baseUrl: config.baseUrl,
+        maxBodyBytes: config.maxBodyBytes,
+        webhookRate: config.webhookRate,
+      },
+      'gateway listening',
+    );
   }
 
   protected async drain(grace: Grace): Promise<void> {
@@ -263,7 +284,13 @@ class GatewayRole extends RoleLifecycle implements Gateway {
   #accessLog(req: http.IncomingMessage, res: http.ServerResponse, seen: Seen): void {
     const { route, outcome } = seen;
     this.#metrics.request(route, res.statusCode);
-    const fields = { route, method: req.method, url: scrubUrl(req.url ?? ''), status: res.statusCode, ms: Math.round((performance.now() - seen.started) * 10) / 10 };
+    const fields = {
+      route,
+      method: req.method,
+      url: scrubUrl(req.url ?? ''),
+      status: res.statusCode,
+      ms: Math.round((performance.now() - seen.started) * 10) / 10,
+    };
     if (route === 'webhook') {
       // An accepted webhook is logged at debug: the executor logs every execution at info (with its ids), and
       // ldbox_gateway_requests_total counts the 202s; a line per accepted call cost ~10 % of the gateway's CPU

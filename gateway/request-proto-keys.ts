@@ -33,7 +33,11 @@ const TAPPED_BODY = createContextKey<TappedBody | undefined>(undefined, { descri
  * Context values for a control-plane request whose message is `input` (undefined: not a control-plane
  * path): the body is tapped when that message can hold a Struct.
  */
-export function requestBytesContext(req: { headers: IncomingHttpHeaders } & AsyncIterable<unknown>, input: DescMessage | undefined, maxBytes: number): ContextValues {
+export function requestBytesContext(
+  req: { headers: IncomingHttpHeaders } & AsyncIterable<unknown>,
+  input: DescMessage | undefined,
+  maxBytes: number,
+): ContextValues {
   const values = createContextValues();
   if (input === undefined || !carriesStructs(input)) return values;
   const tapped: TappedBody = { headers: req.headers, chunks: [], maxBytes };

@@ -142,7 +142,8 @@ function enumFieldPaths(desc: DescMessage, typeName: string, prefix: string, dep
   const out: string[] = [];
   for (const f of desc.fields) {
     if (f.enum?.typeName === typeName) out.push(`${prefix}${f.jsonName}`);
-    else if (f.message && !f.message.typeName.startsWith('google.protobuf.')) out.push(...enumFieldPaths(f.message, typeName, `${prefix}${f.jsonName}.`, depth + 1));
+    else if (f.message && !f.message.typeName.startsWith('google.protobuf.'))
+      out.push(...enumFieldPaths(f.message, typeName, `${prefix}${f.jsonName}.`, depth + 1));
   }
   return out;
 }

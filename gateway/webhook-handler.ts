@@ -104,7 +104,8 @@ export async function handleWebhook(req: IncomingMessage, res: ServerResponse, u
     const e =
       err instanceof WebhookError
         ? err
-        : (deps.log.error({ err, workflowId: outcome.workflowId }, 'webhook failed'), new WebhookError('internal_error', 'internal error while processing the webhook'));
+        : (deps.log.error({ err, workflowId: outcome.workflowId }, 'webhook failed'),
+          new WebhookError('internal_error', 'internal error while processing the webhook'));
     outcome.status = e.status;
     outcome.code = e.code;
     if (res.headersSent) {
@@ -139,16 +140,23 @@ async function run(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, d
   const secretHeader = req.headers['x-webhook-secret'];
   const auth = authenticateWebhookRequest(
     workflow.webhook.auth,
-    { header: Array.isArray(secretHeader) ? secretHeader.join(',') : secretHeader, query: url.search === '' ? [] : new URLSearchParams(url.search).getAll(WEBHOOK_SECRET_QUERY_PARAMETER) },
+    {
+      header: Array.isArray(secretHeader) ? secretHeader.join(',') : secretHeader,
+      query: url.search === '' ? [] : new URLSearchParams(url.search).getAll(WEBHOOK_SECRET_QUERY_PARAMETER),
+    },
     now,
   );
   if (!auth.ok) throw new WebhookError(auth.reason === 'missing' ? 'missing_secret' : 'invalid_secret', auth.message);
 
   const capRetry = spendingCapRetryAfter(deps.workspaces.get(workflow.workspace), now);
   if (capRetry !== undefined) {
-    throw new WebhookError('spending_cap_reached', `workspace ${workflow.workspace} has spent its monthly budget: webhooks are refused until the next month (UTC)`, {
-      'retry-after': String(capRetry),
-    });
+    throw new WebhookError(
+      'spending_cap_reached',
+      `workspace ${workflow.workspace} has spent its monthly budget: webhooks are refused until the next month (UTC)`,
+      {
+        'retry-after': String(capRetry),
+      },
+    );
   }
   const rate = workflow.rateLimitPerSecond > 0 ? workflow.rateLimitPerSecond : deps.config.webhookRate;
   const wait = deps.limiter.take(id, rate);
@@ -191,7 +199,10 @@ async function run(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, d
   const data = Buffer.from(JSON.stringify(job), 'utf8');
   if (data.length > maxJobBytes(deps.config.maxBodyBytes)) {
     await release();
-    throw new WebhookError('payload_too_large', `the webhook's body and query make a job of ${data.length} bytes, over the limit of ${maxJobBytes(deps.config.maxBodyBytes)} bytes`);
+    throw new WebhookError(
+      'payload_too_large',
+      `the webhook's body and query make a job of ${data.length} bytes, over the limit of ${maxJobBytes(deps.config.maxBodyBytes)} bytes`,
+    );
   }
   const t0 = performance.now();
   const pub = await deps.publisher.publish(jobSubject(id, executionId), data, { msgID: executionId, expectStream: JOBS_STREAM });

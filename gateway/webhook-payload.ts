@@ -115,7 +115,6 @@ function tooLarge(declared: number | undefined, limit: number): WebhookError {
  */
 export const MAX_BODY_DEPTH = 24;
 
-
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** `trigger.output.body` from the raw bytes; throws `invalid_json` or `body_not_object`. */
@@ -132,7 +131,10 @@ export function parseBody(raw: Buffer, kind: BodyKind): JsonObject {
   // take would break later steps (templates, protobuf, records) for good.
   const depth = jsonShape(text, MAX_BODY_DEPTH).depth;
   if (depth > MAX_BODY_DEPTH) {
-    throw new WebhookError('body_too_deep', `request body nests objects/arrays more than ${MAX_BODY_DEPTH} levels deep: flatten it or send deep parts as JSON strings`);
+    throw new WebhookError(
+      'body_too_deep',
+      `request body nests objects/arrays more than ${MAX_BODY_DEPTH} levels deep: flatten it or send deep parts as JSON strings`,
+    );
   }
   let value: unknown;
   try {
@@ -154,16 +156,19 @@ export function parseBody(raw: Buffer, kind: BodyKind): JsonObject {
 export function scrubUrl(url: string): string {
   const q = url.indexOf('?');
   if (q < 0) return url;
-  const parts = url.slice(q + 1).split('&').map((pair) => {
-    const eq = pair.indexOf('=');
-    const rawName = eq < 0 ? pair : pair.slice(0, eq);
-    let name: string;
-    try {
-      name = decodeURIComponent(rawName.replace(/\+/g, ' '));
-    } catch {
-      name = rawName;
-    }
-    return name.trim().toLowerCase() === WEBHOOK_SECRET_QUERY_PARAMETER ? `${rawName}=[REDACTED]` : pair;
-  });
+  const parts = url
+    .slice(q + 1)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      const rawName = eq < 0 ? pair : pair.slice(0, eq);
+      let name: string;
+      try {
+        name = decodeURIComponent(rawName.replace(/\+/g, ' '));
+      } catch {
+        name = rawName;
+      }
+      return name.trim().toLowerCase() === WEBHOOK_SECRET_QUERY_PARAMETER ? `${rawName}=[REDACTED]` : pair;
+    });
   return `${url.slice(0, q)}?${parts.join('&')}`;
 }

@@ -123,7 +123,9 @@ async function main(): Promise<Measured> {
       // whole file here left DuckDB's buffers of that conversion in the baseline; it frees them during
       // the timed run (its RSS fell 50–140 MiB below the baseline mid-COPY), so its peak Δ measured
       // 95–210 MiB instead of its ~300 MiB working set, and its time was that of a second conversion.
-      await con.run(`COPY (SELECT * FROM read_csv_auto('${input}', sample_size = 1000) LIMIT 1000) TO '${output}.warm.parquet' (FORMAT PARQUET, COMPRESSION ZSTD)`);
+      await con.run(
+        `COPY (SELECT * FROM read_csv_auto('${input}', sample_size = 1000) LIMIT 1000) TO '${output}.warm.parquet' (FORMAT PARQUET, COMPRESSION ZSTD)`,
+      );
       let copyMs = 0;
       const m = await measure(async () => {
         // e2e: the CSV arrives as a string, the Parquet leaves as base64, like the built-in.

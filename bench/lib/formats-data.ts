@@ -9,9 +9,7 @@
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
 
-export const FORMATS_CSV_COLUMNS = [
-  'id', 'user', 'amount', 'active', 'visits', 'created', 'city', 'comment', 'scores', 'tags', 'ratio', 'note',
-] as const;
+export const FORMATS_CSV_COLUMNS = ['id', 'user', 'amount', 'active', 'visits', 'created', 'city', 'comment', 'scores', 'tags', 'ratio', 'note'] as const;
 
 /** mulberry32: a small seeded PRNG, so every run converts the same bytes. */
 function rng(seed: number): () => number {
@@ -25,7 +23,28 @@ function rng(seed: number): () => number {
   };
 }
 
-const WORDS = ['alpha', 'beta', 'gamma', 'delta', 'omega', 'sync', 'queue', 'retry', 'order', 'invoice', 'shipment', 'refund', 'the', 'and', 'for', 'with', 'customer', 'payment', 'error', 'status'];
+const WORDS = [
+  'alpha',
+  'beta',
+  'gamma',
+  'delta',
+  'omega',
+  'sync',
+  'queue',
+  'retry',
+  'order',
+  'invoice',
+  'shipment',
+  'refund',
+  'the',
+  'and',
+  'for',
+  'with',
+  'customer',
+  'payment',
+  'error',
+  'status',
+];
 const CITIES = ['Paris', 'Zürich', 'São Paulo', '東京', 'Berlin', 'New York', 'Kraków', 'Reykjavík', 'Lagos', 'Mumbai'];
 const TAGS = ['urgent', 'vip', 'x, y', 'beta', 'eu', 'us', 'say "hi"', 'ops'];
 

@@ -229,7 +229,14 @@ interface Track {
 function post(agent: http.Agent, port: number, path: string, body: string): Promise<{ status: number; text: string }> {
   return new Promise((resolvePost, reject) => {
     const req = http.request(
-      { host: '127.0.0.1', port, path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } },
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));

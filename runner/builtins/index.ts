@@ -10,14 +10,7 @@ export type { BuiltinConfig, BuiltinContext, BuiltinModule, BuiltinTable, GuestB
 export { DEFAULT_BUILTIN_CONFIG } from './guest-boundary.js';
 
 /** Every area's built-ins (spec "Sandbox functions"); ld.log lives in the prelude on top of `log`. */
-const MODULES: readonly BuiltinModule[] = [
-  UTILITIES,
-  HTTP,
-  CLOUD(sendRequest),
-  SQL_CHECKS,
-  RS256,
-  FORMATS,
-];
+const MODULES: readonly BuiltinModule[] = [UTILITIES, HTTP, CLOUD(sendRequest), SQL_CHECKS, RS256, FORMATS];
 
 /** Every host built-in, by the name the guest bridge calls it with. */
 export const BUILTINS: BuiltinTable = {

@@ -2,7 +2,18 @@ import { availableParallelism } from 'node:os';
 import { EgressConfigError, parseEgressAllowList } from './egress-allow-list.js';
 import { certificateSetting, keyPairSetting, type PemKeyPair } from '../../src/config/tls-files.js';
 import { HTTP_LIMIT_SETTING_LIST, type HttpLimits, loadHttpLimits } from '../../src/config/http-limits-config.js';
-import { choiceSetting, ConfigError, type Env, hostSetting, intSetting, listSetting, MAX_TIMEOUT_MS, optionalSecret, type SettingSpec, sizeSetting } from '../../src/config/env-parsers.js';
+import {
+  choiceSetting,
+  ConfigError,
+  type Env,
+  hostSetting,
+  intSetting,
+  listSetting,
+  MAX_TIMEOUT_MS,
+  optionalSecret,
+  type SettingSpec,
+  sizeSetting,
+} from '../../src/config/env-parsers.js';
 
 const MiB = 1024 * 1024;
 
@@ -68,32 +79,141 @@ export interface BuiltinConfig {
 
 /** The runner's settings (also those of `ldbox run`, which runs the same pool). */
 const S = {
-  host: { kind: 'text', name: 'LDBOX_RUNNER_HOST', shown: '127.0.0.1', meaning: 'address the runner binds; a non-loopback one needs LDBOX_RUNNER_TOKEN or LDBOX_RUNNER_TLS_CLIENT_CA (or LDBOX_RUNNER_INSECURE=1)' },
+  host: {
+    kind: 'text',
+    name: 'LDBOX_RUNNER_HOST',
+    shown: '127.0.0.1',
+    meaning: 'address the runner binds; a non-loopback one needs LDBOX_RUNNER_TOKEN or LDBOX_RUNNER_TLS_CLIENT_CA (or LDBOX_RUNNER_INSECURE=1)',
+  },
   port: { kind: 'int', name: 'LDBOX_RUNNER_PORT', fallback: 50051, min: 0, max: 65535, meaning: 'runner port: gRPC, gRPC-Web and Connect (0 = any free port)' },
   token: { kind: 'text', name: 'LDBOX_RUNNER_TOKEN', shown: 'unset', meaning: 'when set (at least 16 characters), calls need `Authorization: Bearer <token>`' },
-  tlsCert: { kind: 'text', name: 'LDBOX_RUNNER_TLS_CERT', shown: 'unset', meaning: 'PEM certificate (chain) of the runner; with LDBOX_RUNNER_TLS_KEY the port speaks TLS only (h2 and http/1.1 by ALPN)' },
+  tlsCert: {
+    kind: 'text',
+    name: 'LDBOX_RUNNER_TLS_CERT',
+    shown: 'unset',
+    meaning: 'PEM certificate (chain) of the runner; with LDBOX_RUNNER_TLS_KEY the port speaks TLS only (h2 and http/1.1 by ALPN)',
+  },
   tlsKey: { kind: 'text', name: 'LDBOX_RUNNER_TLS_KEY', shown: 'unset', meaning: 'PEM private key (unencrypted) of LDBOX_RUNNER_TLS_CERT' },
-  tlsClientCa: { kind: 'text', name: 'LDBOX_RUNNER_TLS_CLIENT_CA', shown: 'unset', meaning: 'PEM CA: every connection must present a client certificate it issued (mTLS; needs the two above)' },
-  insecure: { kind: 'choice', name: 'LDBOX_RUNNER_INSECURE', fallback: '0', choices: ['0', '1'], meaning: '1 lets a non-loopback LDBOX_RUNNER_HOST start with neither token nor client certificates' },
+  tlsClientCa: {
+    kind: 'text',
+    name: 'LDBOX_RUNNER_TLS_CLIENT_CA',
+    shown: 'unset',
+    meaning: 'PEM CA: every connection must present a client certificate it issued (mTLS; needs the two above)',
+  },
+  insecure: {
+    kind: 'choice',
+    name: 'LDBOX_RUNNER_INSECURE',
+    fallback: '0',
+    choices: ['0', '1'],
+    meaning: '1 lets a non-loopback LDBOX_RUNNER_HOST start with neither token nor client certificates',
+  },
   poolSize: { kind: 'int', name: 'LDBOX_POOL_SIZE', fallback: 1, shown: 'cores', min: 1, max: 256, meaning: 'worker threads' },
   poolConcurrency: { kind: 'int', name: 'LDBOX_POOL_CONCURRENCY', fallback: 4, min: 1, max: 64, meaning: 'sandboxes one worker runs at once' },
-  poolMaxQueue: { kind: 'int', name: 'LDBOX_POOL_MAX_QUEUE', fallback: 64, shown: '64 × size', min: 0, max: 1_000_000, meaning: 'calls that may wait for a sandbox (in the runner\'s queue or inside a worker); beyond it RESOURCE_EXHAUSTED' },
-  poolIdleTimeoutMs: { kind: 'int', name: 'LDBOX_POOL_IDLE_TIMEOUT_MS', fallback: 60_000, min: 0, max: 86_400_000, meaning: 'idle timeout of workers above the minimum, ms' },
-  timeoutMs: { kind: 'int', name: 'LDBOX_TIMEOUT_MS', fallback: 30_000, min: 100, max: 3_600_000, meaning: 'default limits.timeoutMs (at most LDBOX_MAX_TIMEOUT_MS)' },
+  poolMaxQueue: {
+    kind: 'int',
+    name: 'LDBOX_POOL_MAX_QUEUE',
+    fallback: 64,
+    shown: '64 × size',
+    min: 0,
+    max: 1_000_000,
+    meaning: "calls that may wait for a sandbox (in the runner's queue or inside a worker); beyond it RESOURCE_EXHAUSTED",
+  },
+  poolIdleTimeoutMs: {
+    kind: 'int',
+    name: 'LDBOX_POOL_IDLE_TIMEOUT_MS',
+    fallback: 60_000,
+    min: 0,
+    max: 86_400_000,
+    meaning: 'idle timeout of workers above the minimum, ms',
+  },
+  timeoutMs: {
+    kind: 'int',
+    name: 'LDBOX_TIMEOUT_MS',
+    fallback: 30_000,
+    min: 100,
+    max: 3_600_000,
+    meaning: 'default limits.timeoutMs (at most LDBOX_MAX_TIMEOUT_MS)',
+  },
   maxTimeoutMs: MAX_TIMEOUT_MS,
-  memoryMb: { kind: 'size', name: 'LDBOX_MEMORY_MB', unit: MiB, fallback: 64, min: 8, max: 2000, meaning: 'default limits.memoryBytes, in MiB or with a unit (at most LDBOX_MAX_MEMORY_MB)' },
-  maxMemoryMb: { kind: 'size', name: 'LDBOX_MAX_MEMORY_MB', unit: MiB, fallback: 512, min: 8, max: 2000, meaning: 'largest limits.memoryBytes, in MiB or with a unit' },
+  memoryMb: {
+    kind: 'size',
+    name: 'LDBOX_MEMORY_MB',
+    unit: MiB,
+    fallback: 64,
+    min: 8,
+    max: 2000,
+    meaning: 'default limits.memoryBytes, in MiB or with a unit (at most LDBOX_MAX_MEMORY_MB)',
+  },
+  maxMemoryMb: {
+    kind: 'size',
+    name: 'LDBOX_MAX_MEMORY_MB',
+    unit: MiB,
+    fallback: 512,
+    min: 8,
+    max: 2000,
+    meaning: 'largest limits.memoryBytes, in MiB or with a unit',
+  },
   maxCodeBytes: { kind: 'size', name: 'LDBOX_MAX_CODE_BYTES', fallback: 1 * MiB, min: 1024, max: 64 * MiB, meaning: 'largest code, in bytes or with a unit' },
   maxInputBytes: { kind: 'size', name: 'LDBOX_MAX_INPUT_BYTES', fallback: 4 * MiB, min: 1024, max: 256 * MiB, meaning: 'largest input + auth as JSON' },
-  maxResultBytes: { kind: 'size', name: 'LDBOX_MAX_RESULT_BYTES', fallback: 8 * MiB, min: 1024, max: 256 * MiB, meaning: 'largest result (JSON + binary bytes)' },
+  maxResultBytes: {
+    kind: 'size',
+    name: 'LDBOX_MAX_RESULT_BYTES',
+    fallback: 8 * MiB,
+    min: 1024,
+    max: 256 * MiB,
+    meaning: 'largest result (JSON + binary bytes)',
+  },
   maxLogEntries: { kind: 'int', name: 'LDBOX_MAX_LOG_ENTRIES', fallback: 1000, min: 1, max: 1_000_000, meaning: 'most log entries per call' },
   maxLogBytes: { kind: 'size', name: 'LDBOX_MAX_LOG_BYTES', fallback: 1 * MiB, min: 1024, max: 64 * MiB, meaning: 'most log characters per call' },
-  workerHeapMb: { kind: 'size', name: 'LDBOX_WORKER_HEAP_MB', unit: MiB, fallback: 512, min: 64, max: 16_384, meaning: 'V8 heap of a worker, in MiB or with a unit; a worker over it is replaced' },
-  recycleAboveMb: { kind: 'size', name: 'LDBOX_RECYCLE_ABOVE_MB', unit: MiB, fallback: 32, min: 16, max: 4096, meaning: 'a WASM module whose memory grew past this (MiB or with a unit) is replaced after the call' },
-  sandboxStack: { kind: 'size', name: 'LDBOX_SANDBOX_STACK', fallback: 1 * MiB, min: 128 * 1024, max: 1 * MiB, meaning: 'QuickJS stack of a call, in bytes or with a unit: the deepest recursion (~5,400 JS calls at 1MiB, ~1,360 at 256KiB); each call\'s restore zeroes it (256KiB: ~25 % less CPU per trivial call)' },
-  egressAllow: { kind: 'text', name: 'LDBOX_EGRESS_ALLOW', shown: 'empty', meaning: 'hosts (api.internal, *.internal), IPs and CIDRs ld.request may reach despite the private-address guard, comma-separated' },
-  maxResponseBytes: { kind: 'size', name: 'LDBOX_MAX_RESPONSE_BYTES', fallback: 32 * MiB, min: 1024, max: 1024 * MiB, meaning: 'largest response body ld.request reads' },
-  maxRequestsPerCall: { kind: 'int', name: 'LDBOX_MAX_REQUESTS_PER_CALL', fallback: 100, min: 1, max: 100_000, meaning: 'most ld.request/ld.cloudRequest calls one call may make' },
+  workerHeapMb: {
+    kind: 'size',
+    name: 'LDBOX_WORKER_HEAP_MB',
+    unit: MiB,
+    fallback: 512,
+    min: 64,
+    max: 16_384,
+    meaning: 'V8 heap of a worker, in MiB or with a unit; a worker over it is replaced',
+  },
+  recycleAboveMb: {
+    kind: 'size',
+    name: 'LDBOX_RECYCLE_ABOVE_MB',
+    unit: MiB,
+    fallback: 32,
+    min: 16,
+    max: 4096,
+    meaning: 'a WASM module whose memory grew past this (MiB or with a unit) is replaced after the call',
+  },
+  sandboxStack: {
+    kind: 'size',
+    name: 'LDBOX_SANDBOX_STACK',
+    fallback: 1 * MiB,
+    min: 128 * 1024,
+    max: 1 * MiB,
+    meaning:
+      "QuickJS stack of a call, in bytes or with a unit: the deepest recursion (~5,400 JS calls at 1MiB, ~1,360 at 256KiB); each call's restore zeroes it (256KiB: ~25 % less CPU per trivial call)",
+  },
+  egressAllow: {
+    kind: 'text',
+    name: 'LDBOX_EGRESS_ALLOW',
+    shown: 'empty',
+    meaning: 'hosts (api.internal, *.internal), IPs and CIDRs ld.request may reach despite the private-address guard, comma-separated',
+  },
+  maxResponseBytes: {
+    kind: 'size',
+    name: 'LDBOX_MAX_RESPONSE_BYTES',
+    fallback: 32 * MiB,
+    min: 1024,
+    max: 1024 * MiB,
+    meaning: 'largest response body ld.request reads',
+  },
+  maxRequestsPerCall: {
+    kind: 'int',
+    name: 'LDBOX_MAX_REQUESTS_PER_CALL',
+    fallback: 100,
+    min: 1,
+    max: 100_000,
+    meaning: 'most ld.request/ld.cloudRequest calls one call may make',
+  },
 } as const satisfies Record<string, SettingSpec>;
 
 /** Every setting the runner reads, for `--help` and the unknown-variable warning. */
@@ -164,7 +284,8 @@ function tlsSettings(env: Env): RunnerTlsConfig | undefined {
   const pair = keyPairSetting(env, S.tlsCert.name, S.tlsKey.name);
   const clientCa = certificateSetting(env, S.tlsClientCa.name);
   if (pair === undefined) {
-    if (clientCa !== undefined) throw new ConfigError('LDBOX_RUNNER_TLS_CLIENT_CA needs LDBOX_RUNNER_TLS_CERT and LDBOX_RUNNER_TLS_KEY: client certificates are asked for over TLS only');
+    if (clientCa !== undefined)
+      throw new ConfigError('LDBOX_RUNNER_TLS_CLIENT_CA needs LDBOX_RUNNER_TLS_CERT and LDBOX_RUNNER_TLS_KEY: client certificates are asked for over TLS only');
     return undefined;
   }
   return { ...pair, clientCa };

@@ -102,7 +102,7 @@ export class CallDispatcher {
     const lane = chooseWorker(this.board, this.lanesExcept(avoid), this.options.laneDepth);
     if (!lane) return false;
     // A new number for every placement, so a worker never starts a call from an older one.
-    const placement = this.lastPlacement = this.lastPlacement >= 0x7fff_ffff ? 1 : this.lastPlacement + 1;
+    const placement = (this.lastPlacement = this.lastPlacement >= 0x7fff_ffff ? 1 : this.lastPlacement + 1);
     // Cancelled meanwhile: answered as such, without a worker.
     if (!markPlaced(call.task.cancelFlag, placement)) {
       call.resolve(CANCELLED_REPLY);

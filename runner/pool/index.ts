@@ -9,6 +9,5 @@ export {
   type WireInvalid,
   type WireReply,
 } from './runner-pool.js';
-export { PoolCancelledError, PoolClosedError,
-  PoolUnavailableError, PoolFullError, PoolInternalError } from './pool-errors.js';
+export { PoolCancelledError, PoolClosedError, PoolUnavailableError, PoolFullError, PoolInternalError } from './pool-errors.js';
 export { CallCancel, type CancelSignal } from './call-cancel.js';

@@ -2,17 +2,7 @@ import { Piscina } from 'piscina';
 import type { PoolConfig } from '../config/index.js';
 import type { SandboxOutcome, SandboxRequest } from '../sandbox/index.js';
 import { encodeExecuteResponse, type WireEncoding } from '../wire/execute-response.js';
-import {
-  codeHashOf,
-  startedHostWork,
-  isStarted,
-  isWaiting,
-  requestCancel,
-  requestIdOf,
-  runningOn,
-  startedAt,
-  timeLimitOf,
-} from './cancel-flag.js';
+import { codeHashOf, startedHostWork, isStarted, isWaiting, requestCancel, requestIdOf, runningOn, startedAt, timeLimitOf } from './cancel-flag.js';
 import { LatencyWindow } from './latency-window.js';
 import { ActivityBoard, createActivityBoardMemory } from './worker-activity.js';
 import type { CancelSignal } from './call-cancel.js';
@@ -307,11 +297,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
   }
 
   async function execute(request: SandboxRequest, signal?: CancelSignal): Promise<ExecuteResult> {
-    const settled = await runTask(
-      (slot, cancelFlag, submittedAt) => ({ kind: 'sandbox', request, slot, cancelFlag, submittedAt }),
-      request.timeoutMs,
-      signal,
-    );
+    const settled = await runTask((slot, cancelFlag, submittedAt) => ({ kind: 'sandbox', request, slot, cancelFlag, submittedAt }), request.timeoutMs, signal);
     if ('hardStopped' in settled) {
       return { outcome: stuckPastDeadline(request.requestId, request.timeoutMs, performance.now()), queueTimeMs: 0 };
     }

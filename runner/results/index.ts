@@ -79,7 +79,6 @@ export const MAX_RESULT_DEPTH = 32;
  */
 export const MAX_RESULT_ITEMS = 1_000_000;
 
-
 function toJson(value: unknown): string {
   return JSON.stringify(value, (_k, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString('base64') : v));
 }

@@ -66,8 +66,7 @@ function normaliseItem(item: unknown, path: string): Record<string, unknown> {
 }
 
 /** ISO-8601 date or date-time; a date-time without an offset is taken as UTC. */
-const ISO_8601 =
-  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-](\d{2}):?(\d{2}))?)?$/;
+const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-](\d{2}):?(\d{2}))?)?$/;
 
 /** Date.parse rolls "2024-02-30" over to 1 March: check the calendar fields themselves. */
 function isRealDateTime(m: RegExpExecArray): boolean {

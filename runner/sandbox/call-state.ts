@@ -133,12 +133,7 @@ export class CallState {
    * `resolve` is called with `toGuest(value)` or `onError(err)`; the prelude turns a failure tuple into
    * a thrown guest error. Late completions after the call ended are dropped.
    */
-  hostAsync<T>(
-    resolve: QuickJSHandle,
-    work: Promise<T>,
-    toGuest: (value: T) => QuickJSHandle,
-    onError: (err: unknown) => QuickJSHandle,
-  ): void {
+  hostAsync<T>(resolve: QuickJSHandle, work: Promise<T>, toGuest: (value: T) => QuickJSHandle, onError: (err: unknown) => QuickJSHandle): void {
     this.pending.add(resolve);
     this.pendingHostWork++;
     if (this.onHostWork) {

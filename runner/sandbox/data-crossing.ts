@@ -9,7 +9,6 @@ import { GuestFormData } from '../builtins/guest-boundary.js';
  * as own data properties, so a `__proto__` key stays data on either side.
  */
 
-
 /** Parses guest-serialised JSON, putting the binary values back as Uint8Array (and FormData as GuestFormData). */
 export function parseWithBinaries(json: string, token: string, binaries: readonly Uint8Array[]): unknown {
   const formKey = `${token}:form`;

@@ -15,38 +15,46 @@ import { GuestAllocationError } from './guest-allocation-error.js';
  */
 export function createHostFunctions(ctx: QuickJSContext, slot: CallSlot, table: BuiltinTable): QuickJSHandle {
   const h = ctx.newObject();
-  ctx.newFunction('invoke', (...args) => bridged(ctx, slot, args, (call, name, input) => {
-    const fn = table.sync[name];
-    if (!fn) return failure(ctx, call, new GuestFacingError('TypeError', `unknown built-in ${name}`));
-    try {
-      return success(ctx, slot, fn(input, call.builtins));
-    } catch (err) {
-      return failure(ctx, call, err);
-    }
-  })).consume((f) => ctx.setProp(h, 'invoke', f));
-  ctx.newFunction('invokeAsync', (...args) => bridged(ctx, slot, args, (call, name, input) => {
-    const fn = table.async[name];
-    const resolve = args[3];
-    if (!fn || !resolve) return failure(ctx, call, new GuestFacingError('TypeError', `unknown built-in ${name}`));
-    if (call.pendingHostWork >= MAX_PENDING_HOST_WORK) {
-      return failure(ctx, call, new GuestFacingError('RangeError', `too many pending ld.* calls (at most ${MAX_PENDING_HOST_WORK})`));
-    }
-    // Argument checks run synchronously, so a refused call throws at once in the guest, as the spec's
-    // ld.wait does; the work itself is awaited. Returning nothing tells the prelude the work started.
-    let work: Promise<unknown>;
-    try {
-      work = fn(input, call.builtins);
-    } catch (err) {
-      return failure(ctx, call, err);
-    }
-    call.hostAsync(
-      resolve.dup(),
-      work,
-      (value) => success(ctx, slot, value),
-      (err) => failure(ctx, call, err),
-    );
-    return ctx.undefined;
-  })).consume((f) => ctx.setProp(h, 'invokeAsync', f));
+  ctx
+    .newFunction('invoke', (...args) =>
+      bridged(ctx, slot, args, (call, name, input) => {
+        const fn = table.sync[name];
+        if (!fn) return failure(ctx, call, new GuestFacingError('TypeError', `unknown built-in ${name}`));
+        try {
+          return success(ctx, slot, fn(input, call.builtins));
+        } catch (err) {
+          return failure(ctx, call, err);
+        }
+      }),
+    )
+    .consume((f) => ctx.setProp(h, 'invoke', f));
+  ctx
+    .newFunction('invokeAsync', (...args) =>
+      bridged(ctx, slot, args, (call, name, input) => {
+        const fn = table.async[name];
+        const resolve = args[3];
+        if (!fn || !resolve) return failure(ctx, call, new GuestFacingError('TypeError', `unknown built-in ${name}`));
+        if (call.pendingHostWork >= MAX_PENDING_HOST_WORK) {
+          return failure(ctx, call, new GuestFacingError('RangeError', `too many pending ld.* calls (at most ${MAX_PENDING_HOST_WORK})`));
+        }
+        // Argument checks run synchronously, so a refused call throws at once in the guest, as the spec's
+        // ld.wait does; the work itself is awaited. Returning nothing tells the prelude the work started.
+        let work: Promise<unknown>;
+        try {
+          work = fn(input, call.builtins);
+        } catch (err) {
+          return failure(ctx, call, err);
+        }
+        call.hostAsync(
+          resolve.dup(),
+          work,
+          (value) => success(ctx, slot, value),
+          (err) => failure(ctx, call, err),
+        );
+        return ctx.undefined;
+      }),
+    )
+    .consume((f) => ctx.setProp(h, 'invokeAsync', f));
   return h;
 }
 

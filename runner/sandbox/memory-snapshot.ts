@@ -164,7 +164,8 @@ export function locateAllocatorBreak(
     const now = after[i]!;
     // The break starts above the stack and ends past the probe's block; the allocator's other
     // pointers into the heap (its top chunk) end below it.
-    if (was >= build.stackTop && now > was && now >= block + PROBE_BYTES && now <= memory.buffer.byteLength && (address < 0 || now > after[address >>> 2]!)) address = i * 4;
+    if (was >= build.stackTop && now > was && now >= block + PROBE_BYTES && now <= memory.buffer.byteLength && (address < 0 || now > after[address >>> 2]!))
+      address = i * 4;
   }
   free(block);
   const view = new Uint8Array(memory.buffer);

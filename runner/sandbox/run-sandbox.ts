@@ -55,12 +55,7 @@ interface Settled {
  * limits and reads the outcome. User-code failures come back as `outcome.error`; only a failure of the
  * machinery throws. `cm.broken` is set when the module must not be reused.
  */
-export async function runSandbox(
-  cm: CappedModule,
-  req: SandboxRequest,
-  limits: SandboxLimits,
-  cancel?: CancelSource,
-): Promise<SandboxOutcome> {
+export async function runSandbox(cm: CappedModule, req: SandboxRequest, limits: SandboxLimits, cancel?: CancelSource): Promise<SandboxOutcome> {
   const started = performance.now();
   const redact = createRedactor(req.secrets);
   const logs = new LogBuffer(redact, limits.maxLogEntries, limits.maxLogChars);
@@ -203,13 +198,7 @@ async function settle(rt: QuickJSRuntime, ctx: QuickJSContext, call: CallState, 
   }
 }
 
-function outcomeError(
-  settled: Settled,
-  ctx: QuickJSContext,
-  call: CallState,
-  explain: QuickJSHandle,
-  req: SandboxRequest,
-): SandboxError | undefined {
+function outcomeError(settled: Settled, ctx: QuickJSContext, call: CallState, explain: QuickJSHandle, req: SandboxRequest): SandboxError | undefined {
   switch (settled.kind) {
     case 'fulfilled':
       return undefined;
@@ -355,4 +344,3 @@ function classifyTrap(cm: CappedModule, err: unknown, req: SandboxRequest): Sand
   }
   return undefined;
 }
-

@@ -89,7 +89,12 @@ export async function createCappedModule(capBytes: number): Promise<CappedModule
   );
   if (!em || typeof em._malloc !== 'function') throw new Error('the QuickJS module did not expose its allocator');
   const alloc = em;
-  allocatorBreak ??= locateAllocatorBreak(memory, build, (n) => alloc._malloc(n), (p) => alloc._free(p));
+  allocatorBreak ??= locateAllocatorBreak(
+    memory,
+    build,
+    (n) => alloc._malloc(n),
+    (p) => alloc._free(p),
+  );
   const pristineBreak = new Uint32Array(memory.buffer)[allocatorBreak.address >>> 2];
   if (pristineBreak !== allocatorBreak.heapBase) throw new Error('the QuickJS module does not have the expected memory layout');
 
@@ -152,11 +157,7 @@ export class WasmModulePool {
   release(m: CappedModule): boolean {
     m.inUse = false;
     m.calls++;
-    if (
-      m.broken ||
-      m.memory.buffer.byteLength > this.options.recycleAboveBytes ||
-      m.calls >= this.options.maxCallsPerModule
-    ) {
+    if (m.broken || m.memory.buffer.byteLength > this.options.recycleAboveBytes || m.calls >= this.options.maxCallsPerModule) {
       this.retired++;
       return false; // dropped: GC frees its memory once nothing references it
     }

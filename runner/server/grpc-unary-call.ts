@@ -57,9 +57,12 @@ export class GrpcUnaryCall implements UnaryCall {
           const flags = header[0]!;
           const length = new DataView(header.buffer).getUint32(1);
           if (flags !== 0) {
-            return refuse(Code.Internal, (flags & 1) === 1
-              ? 'protocol error: the message is compressed, but no grpc-encoding was sent'
-              : `protocol error: unknown message flags 0x${flags.toString(16)}`);
+            return refuse(
+              Code.Internal,
+              (flags & 1) === 1
+                ? 'protocol error: the message is compressed, but no grpc-encoding was sent'
+                : `protocol error: unknown message flags 0x${flags.toString(16)}`,
+            );
           }
           if (length > maxBytes) return refuse(Code.ResourceExhausted, `the request message is ${length} bytes, over the limit of ${maxBytes} bytes`);
           // An ArrayBuffer of its own: the message is transferred to a worker as it is.
@@ -77,9 +80,12 @@ export class GrpcUnaryCall implements UnaryCall {
       this.requestEnded = true;
       if (refused || this.answered) return;
       if (message === undefined) {
-        return refuse(Code.InvalidArgument, headerBytes === 0
-          ? 'protocol error: the request has no message'
-          : `protocol error: the request ended inside a message header (${headerBytes} of 5 bytes)`);
+        return refuse(
+          Code.InvalidArgument,
+          headerBytes === 0
+            ? 'protocol error: the request has no message'
+            : `protocol error: the request ended inside a message header (${headerBytes} of 5 bytes)`,
+        );
       }
       if (messageBytes < message.length) {
         return refuse(Code.InvalidArgument, `protocol error: the request ended inside its message (${messageBytes} of ${message.length} bytes)`);

@@ -88,11 +88,7 @@ function toServingStatus(state: HealthState | undefined): ServingStatus {
  * The Watch stream: the current status, then each different one, until `signal` aborts. A slow reader
  * gets the latest status rather than every intermediate one, which the standard allows.
  */
-async function* watchResponses(
-  status: HealthStatus,
-  service: string,
-  signal: AbortSignal,
-): AsyncGenerator<HealthCheckResponse> {
+async function* watchResponses(status: HealthStatus, service: string, signal: AbortSignal): AsyncGenerator<HealthCheckResponse> {
   const wakeUp = createWakeUp();
   const release = listenForChanges(status, service, signal, wakeUp.notify);
   try {
@@ -116,12 +112,7 @@ async function* watchResponses(
  * itself, not only when the stream ends, so a watch abandoned mid-write still leaks nothing.
  * Returns the function that drops both listeners.
  */
-function listenForChanges(
-  status: HealthStatus,
-  service: string,
-  signal: AbortSignal,
-  onEvent: () => void,
-): () => void {
+function listenForChanges(status: HealthStatus, service: string, signal: AbortSignal, onEvent: () => void): () => void {
   if (signal.aborted) return () => {};
   const unsubscribe = status.onChange((changed) => {
     if (changed === service) onEvent();

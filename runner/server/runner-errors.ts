@@ -8,14 +8,7 @@
  */
 import type { HandlerContext } from '@connectrpc/connect';
 import { Code, ConnectError } from '@connectrpc/connect';
-import {
-  type CallStatus,
-  type ConnectErrorTable,
-  connectErrorOf,
-  instanceOf,
-  OWN_MESSAGE,
-  statusOf,
-} from '../../src/connect/connect-error-table.js';
+import { type CallStatus, type ConnectErrorTable, connectErrorOf, instanceOf, OWN_MESSAGE, statusOf } from '../../src/connect/connect-error-table.js';
 import type { Logger } from '../../src/logging/logger.js';
 import { PoolCancelledError, PoolClosedError, PoolFullError, PoolInternalError, PoolUnavailableError } from '../pool/index.js';
 import { isInvalidRequest } from '../wire/execute-request.js';

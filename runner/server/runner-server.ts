@@ -200,7 +200,14 @@ class RunnerRole extends RoleLifecycle implements RunnerServer {
     this.health.set(RunnerService.typeName, 'SERVING');
     this.started();
     this.#log.info(
-      { host: config.host, port: this.#port, workers: config.pool.size, tokenRequired: config.token !== undefined, tls: config.tls !== undefined, clientCertRequired: config.tls?.clientCa !== undefined },
+      {
+        host: config.host,
+        port: this.#port,
+        workers: config.pool.size,
+        tokenRequired: config.token !== undefined,
+        tls: config.tls !== undefined,
+        clientCertRequired: config.tls?.clientCa !== undefined,
+      },
       'runner listening',
     );
   }

@@ -1,11 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type DescMessage, fromBinary, fromJsonString, type JsonObject } from '@bufbuild/protobuf';
 import type { PoolConfig } from '../config/index.js';
-import {
-  type ExecuteRequest,
-  ExecuteRequestSchema,
-  ResultKind as ProtoResultKind,
-} from '../../src/gen/ldbox/runner/v1/runner_pb.js';
+import { type ExecuteRequest, ExecuteRequestSchema, ResultKind as ProtoResultKind } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { collectSecrets, type ResultKind, type SandboxRequest } from '../sandbox/index.js';
 import { structsKeepingKeys } from '../../src/protobuf/struct-entries.js';
 

@@ -1,10 +1,5 @@
 import { create, toBinary, toJson, type JsonObject } from '@bufbuild/protobuf';
-import {
-  ErrorKind,
-  type ExecuteResponse,
-  ExecuteResponseSchema,
-  LogLevel,
-} from '../../src/gen/ldbox/runner/v1/runner_pb.js';
+import { ErrorKind, type ExecuteResponse, ExecuteResponseSchema, LogLevel } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import type { SandboxOutcome, UserErrorKind } from '../sandbox/index.js';
 import { jsonToValue } from './json-to-value.js';
 import { encodeValueField } from '../../src/protobuf/value-binary.js';

@@ -37,8 +37,10 @@ const USAGE = `usage: ldbox <command> [--help]
 /** What each command is, for its --help. */
 const ABOUT: Record<Command, string> = {
   dev: 'usage: ldbox dev [--help]\n\nRuns nats-server (unless NATS_URL is set), the runner, the executor and the gateway in one process, prints their URLs and tokens; Ctrl-C stops them all.',
-  runner: 'usage: ldbox runner [--help]\n\nThe sandbox runner: gRPC, gRPC-Web and Connect on HTTP/2 cleartext; Connect, /healthz, /readyz and /metrics on HTTP/1.1 too.',
-  gateway: 'usage: ldbox gateway [--help]\n\nThe webhook gateway and control plane (WorkflowService, WorkspaceService) over HTTP; queues jobs in NATS JetStream.',
+  runner:
+    'usage: ldbox runner [--help]\n\nThe sandbox runner: gRPC, gRPC-Web and Connect on HTTP/2 cleartext; Connect, /healthz, /readyz and /metrics on HTTP/1.1 too.',
+  gateway:
+    'usage: ldbox gateway [--help]\n\nThe webhook gateway and control plane (WorkflowService, WorkspaceService) over HTTP; queues jobs in NATS JetStream.',
   executor: 'usage: ldbox executor [--help]\n\nRuns queued workflow jobs from NATS on the runners; /healthz, /readyz and /metrics over HTTP.',
   reencrypt: REENCRYPT_ABOUT,
   run: `${RUN_USAGE}\n\nRuns integration code locally in the runner's sandbox (same pool, same limits): the result as JSON on stdout, logs on stderr.\nExit codes: 0 ok, 1 the code failed, 2 bad usage.`,
@@ -75,7 +77,11 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   if (first === undefined || first.startsWith('-') || first === 'help') {
     let values;
     try {
-      ({ values } = parseArgs({ args: first === 'help' ? rest : [...argv], options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } }, strict: true }));
+      ({ values } = parseArgs({
+        args: first === 'help' ? rest : [...argv],
+        options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' } },
+        strict: true,
+      }));
     } catch (err) {
       stderr(`${usageMessage(err)}\n${USAGE}`);
       return 2;
@@ -126,7 +132,9 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
     if (e?.code === 'EADDRINUSE' || e?.code === 'EACCES' || e?.code === 'EADDRNOTAVAIL') {
       const what = e.code === 'EADDRINUSE' ? 'is in use' : e.code === 'EACCES' ? 'needs privileges' : 'is not an address of this machine';
-      stderr(`ldbox ${command}: cannot listen on ${e.address ?? '?'}:${e.port ?? '?'}: the address ${what} (${e.code}); set the role's LDBOX_*_PORT or _HOST\n`);
+      stderr(
+        `ldbox ${command}: cannot listen on ${e.address ?? '?'}:${e.port ?? '?'}: the address ${what} (${e.code}); set the role's LDBOX_*_PORT or _HOST\n`,
+      );
       return 1;
     }
     throw err;
@@ -184,11 +192,17 @@ async function serve<C extends { host: string }>(
 }
 
 const serveGateway = () =>
-  serve('gateway', loadGatewayConfig(process.env), startGateway, (url) => `${url} (webhooks under /api/hooks/workflows/, control plane, /healthz, /readyz, /metrics)`);
+  serve(
+    'gateway',
+    loadGatewayConfig(process.env),
+    startGateway,
+    (url) => `${url} (webhooks under /api/hooks/workflows/, control plane, /healthz, /readyz, /metrics)`,
+  );
 
 const serveExecutor = () => {
   const config = loadExecutorConfig(process.env);
   return serve('executor', config, startExecutor, (url) => `${url} (/healthz, /readyz, /metrics); runners ${config.runnerUrls.join(', ')}`);
 };
 
-const serveRunner = () => serve('runner', loadRunnerConfig(process.env), startRunnerServer, (url) => `${url} (gRPC, gRPC-Web, Connect; /healthz, /readyz, /metrics over HTTP/1.1 too)`);
+const serveRunner = () =>
+  serve('runner', loadRunnerConfig(process.env), startRunnerServer, (url) => `${url} (gRPC, gRPC-Web, Connect; /healthz, /readyz, /metrics over HTTP/1.1 too)`);

@@ -30,7 +30,13 @@ export async function runCommand(argv: readonly string[], env: Env, out: Out): P
   try {
     const parsed = parseArgs({
       args: [...argv],
-      options: { input: { type: 'string' }, auth: { type: 'string' }, 'timeout-ms': { type: 'string' }, 'memory-mb': { type: 'string' }, kind: { type: 'string' } },
+      options: {
+        input: { type: 'string' },
+        auth: { type: 'string' },
+        'timeout-ms': { type: 'string' },
+        'memory-mb': { type: 'string' },
+        kind: { type: 'string' },
+      },
       allowPositionals: true,
       strict: true,
     });
@@ -50,7 +56,12 @@ export async function runCommand(argv: readonly string[], env: Env, out: Out): P
   let memoryBytes: number;
   try {
     // `run` listens on nothing: the runner's address and TLS settings do not apply to it.
-    const listening = { LDBOX_RUNNER_HOST: undefined, LDBOX_RUNNER_TLS_CERT: undefined, LDBOX_RUNNER_TLS_KEY: undefined, LDBOX_RUNNER_TLS_CLIENT_CA: undefined };
+    const listening = {
+      LDBOX_RUNNER_HOST: undefined,
+      LDBOX_RUNNER_TLS_CERT: undefined,
+      LDBOX_RUNNER_TLS_KEY: undefined,
+      LDBOX_RUNNER_TLS_CLIENT_CA: undefined,
+    };
     config = loadRunnerConfig({ ...env, ...listening, LDBOX_POOL_SIZE: env.LDBOX_POOL_SIZE ?? '1' });
     code = await readFile(file, 'utf8').catch(() => {
       throw new UsageError(`cannot read ${file}`);

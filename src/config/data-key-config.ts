@@ -17,9 +17,19 @@ import { DATA_KEY_BYTES, dataKey, type DataKey, KeyRing } from '../crypto/secret
 import { ConfigError, type Env, type SettingSpec } from './env-parsers.js';
 
 const S = {
-  key: { kind: 'text', name: 'LDBOX_DATA_KEY', shown: 'required', meaning: 'base64 of 32 random bytes that encrypts stored secrets (node auth); or LDBOX_DATA_KEY_FILE' },
+  key: {
+    kind: 'text',
+    name: 'LDBOX_DATA_KEY',
+    shown: 'required',
+    meaning: 'base64 of 32 random bytes that encrypts stored secrets (node auth); or LDBOX_DATA_KEY_FILE',
+  },
   keyFile: { kind: 'text', name: 'LDBOX_DATA_KEY_FILE', shown: 'unset', meaning: 'a file holding LDBOX_DATA_KEY (`ldbox dev` generates one in its data dir)' },
-  old: { kind: 'text', name: 'LDBOX_DATA_KEY_OLD', shown: 'unset', meaning: 'earlier data keys, base64, comma-separated: still read, never written (rotation)' },
+  old: {
+    kind: 'text',
+    name: 'LDBOX_DATA_KEY_OLD',
+    shown: 'unset',
+    meaning: 'earlier data keys, base64, comma-separated: still read, never written (rotation)',
+  },
   oldFile: { kind: 'text', name: 'LDBOX_DATA_KEY_OLD_FILE', shown: 'unset', meaning: 'a file of earlier data keys, one a line (# comments)' },
 } as const satisfies Record<string, SettingSpec>;
 
@@ -33,7 +43,9 @@ function parseKey(text: string, what: string): DataKey {
   const s = text.trim();
   if (s === '') throw new ConfigError(`${what} is empty: expected the base64 of ${DATA_KEY_BYTES} bytes (openssl rand -base64 32)`);
   if (!BASE64.test(s) || s.length % 4 !== 0) {
-    throw new ConfigError(`${what} is not valid base64 (A-Z a-z 0-9 + / with = padding): expected the base64 of ${DATA_KEY_BYTES} bytes (openssl rand -base64 32)`);
+    throw new ConfigError(
+      `${what} is not valid base64 (A-Z a-z 0-9 + / with = padding): expected the base64 of ${DATA_KEY_BYTES} bytes (openssl rand -base64 32)`,
+    );
   }
   const bytes = Buffer.from(s, 'base64');
   if (bytes.length !== DATA_KEY_BYTES) throw new ConfigError(`${what} must be the base64 of ${DATA_KEY_BYTES} bytes, got ${bytes.length} bytes`);

@@ -92,7 +92,12 @@ export function acceptedValues(spec: SettingSpec): string {
 
 /** A byte count as `NGiB`, `NMiB` or `NKiB` when it is a whole number of those, else as plain bytes. */
 export function formatSize(bytes: number): string {
-  for (const [unit, label] of [[TiB, 'TiB'], [GiB, 'GiB'], [MiB, 'MiB'], [KiB, 'KiB']] as const) {
+  for (const [unit, label] of [
+    [TiB, 'TiB'],
+    [GiB, 'GiB'],
+    [MiB, 'MiB'],
+    [KiB, 'KiB'],
+  ] as const) {
     if (bytes !== 0 && bytes % unit === 0) return `${bytes / unit}${label}`;
   }
   return String(bytes);

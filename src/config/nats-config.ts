@@ -24,7 +24,12 @@ const S = {
   token: { kind: 'text', name: 'NATS_TOKEN', shown: 'unset', meaning: 'NATS authentication token' },
   creds: { kind: 'text', name: 'NATS_CREDS', shown: 'unset', meaning: 'path of a NATS .creds file (user JWT and NKEY seed)' },
   nkey: { kind: 'text', name: 'NATS_NKEY_SEED_FILE', shown: 'unset', meaning: 'path of a file holding a NATS NKEY seed (SU…)' },
-  ca: { kind: 'text', name: 'NATS_CA', shown: 'unset', meaning: 'path of the PEM CA certificate(s) the NATS server certificate is checked against (turns TLS on)' },
+  ca: {
+    kind: 'text',
+    name: 'NATS_CA',
+    shown: 'unset',
+    meaning: 'path of the PEM CA certificate(s) the NATS server certificate is checked against (turns TLS on)',
+  },
   cert: { kind: 'text', name: 'NATS_CERT', shown: 'unset', meaning: 'path of the PEM client certificate for NATS (with NATS_KEY; turns TLS on)' },
   key: { kind: 'text', name: 'NATS_KEY', shown: 'unset', meaning: 'path of the PEM private key of NATS_CERT' },
 } as const satisfies Record<string, TextSpec>;
@@ -111,7 +116,13 @@ export function loadNatsSettings(env: Env): NatsSettings {
     nkeySeedFile !== undefined ? 'NATS_NKEY_SEED_FILE' : undefined,
   ].filter((w): w is string => w !== undefined);
   if (ways.length > 1) throw new ConfigError(`NATS takes one way of authenticating, got ${ways.join(' and ')}`);
-  if (credsFile) mustContain(S.creds, credsFile, (t) => t.includes('BEGIN NATS USER JWT') && t.includes('BEGIN USER NKEY SEED'), 'a .creds file (a user JWT and an NKEY seed)');
+  if (credsFile)
+    mustContain(
+      S.creds,
+      credsFile,
+      (t) => t.includes('BEGIN NATS USER JWT') && t.includes('BEGIN USER NKEY SEED'),
+      'a .creds file (a user JWT and an NKEY seed)',
+    );
   if (nkeySeedFile) mustContain(S.nkey, nkeySeedFile, (t) => /^SU[A-Z2-7]{56}$/.test(t.trim()), 'an NKEY user seed (one line, SU…)');
 
   const caFile = fileSetting(env, S.ca);

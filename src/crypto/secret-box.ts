@@ -104,7 +104,12 @@ export class KeyRing {
     const nonce = randomBytes(NONCE_BYTES);
     const cipher = createCipheriv('aes-256-gcm', key, nonce, { authTagLength: TAG_BYTES });
     cipher.setAAD(Buffer.from(`${PREFIX}${id}:${context}`, 'utf8'));
-    const body = Buffer.concat([nonce, cipher.update(typeof plaintext === 'string' ? Buffer.from(plaintext, 'utf8') : plaintext), cipher.final(), cipher.getAuthTag()]);
+    const body = Buffer.concat([
+      nonce,
+      cipher.update(typeof plaintext === 'string' ? Buffer.from(plaintext, 'utf8') : plaintext),
+      cipher.final(),
+      cipher.getAuthTag(),
+    ]);
     return `${PREFIX}${id}:${body.toString('base64url')}`;
   }
 
@@ -120,7 +125,11 @@ export class KeyRing {
     const [, id, b64] = m as unknown as [string, string, string];
     const k = this.#byId.get(id);
     if (!k) {
-      throw new SecretBoxError('unknown_key', `the stored secret is sealed with data key ${id}, which is not configured (LDBOX_DATA_KEY or LDBOX_DATA_KEY_OLD)`, id);
+      throw new SecretBoxError(
+        'unknown_key',
+        `the stored secret is sealed with data key ${id}, which is not configured (LDBOX_DATA_KEY or LDBOX_DATA_KEY_OLD)`,
+        id,
+      );
     }
     const body = Buffer.from(b64, 'base64url');
     if (body.length < NONCE_BYTES + TAG_BYTES) throw new SecretBoxError('malformed', `the stored secret sealed with data key ${id} is truncated`, id);
@@ -130,7 +139,11 @@ export class KeyRing {
     try {
       return Buffer.concat([decipher.update(body.subarray(NONCE_BYTES, body.length - TAG_BYTES)), decipher.final()]);
     } catch {
-      throw new SecretBoxError('not_authentic', `the stored secret sealed with data key ${id} failed authentication: it was altered, truncated or belongs to another record`, id);
+      throw new SecretBoxError(
+        'not_authentic',
+        `the stored secret sealed with data key ${id} failed authentication: it was altered, truncated or belongs to another record`,
+        id,
+      );
     }
   }
 }

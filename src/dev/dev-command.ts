@@ -72,7 +72,10 @@ export async function runDev(env: Env, io: DevIo, stop: Promise<void>): Promise<
       }
       const port = await natsPort(devConfig);
       const ignored = NATS_AUTH_SETTINGS.filter((n) => (env[n] ?? '') !== '');
-      if (ignored.length > 0) io.stderr(`${ignored.join(', ')} ignored: NATS credentials and TLS settings are for the server in NATS_URL; the local nats-server uses its generated password\n`);
+      if (ignored.length > 0)
+        io.stderr(
+          `${ignored.join(', ')} ignored: NATS credentials and TLS settings are for the server in NATS_URL; the local nats-server uses its generated password\n`,
+        );
       const password = keptToken(join(dataDir, 'nats-password'));
       nats = await startLocalNats(bin, join(dataDir, 'nats'), port, { user: LOCAL_NATS_USER, password });
       cleanups.push(() => nats!.stop());

@@ -8,7 +8,14 @@ import { type Env, intSetting, type SettingSpec, stringSetting } from '../config
 
 const S = {
   dataDir: { kind: 'text', name: 'LDBOX_DATA_DIR', shown: '.ldbox', meaning: 'where `ldbox dev` keeps NATS data and the generated tokens' },
-  natsPort: { kind: 'int', name: 'LDBOX_NATS_PORT', fallback: 4222, min: 0, max: 65535, meaning: "port of the local nats-server (0 = any free port; another one when 4222 is taken and this is unset)" },
+  natsPort: {
+    kind: 'int',
+    name: 'LDBOX_NATS_PORT',
+    fallback: 4222,
+    min: 0,
+    max: 65535,
+    meaning: 'port of the local nats-server (0 = any free port; another one when 4222 is taken and this is unset)',
+  },
 } as const satisfies Record<string, SettingSpec>;
 
 /** The settings of `ldbox dev` itself. */

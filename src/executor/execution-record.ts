@@ -62,7 +62,12 @@ export function nodeEntry(n: NodeOutcome, shareBytes: number): { json: JsonValue
     if (size > room) {
       output = undefined;
       outputRecorded = false;
-      logs.push(create(LogEntrySchema, { level: LogLevel.WARN, message: `the output (${size} bytes of JSON) is not recorded: over this node's ${shareBytes}-byte share of the execution record` }));
+      logs.push(
+        create(LogEntrySchema, {
+          level: LogLevel.WARN,
+          message: `the output (${size} bytes of JSON) is not recorded: over this node's ${shareBytes}-byte share of the execution record`,
+        }),
+      );
     } else {
       room -= size;
     }
@@ -75,7 +80,13 @@ export function nodeEntry(n: NodeOutcome, shareBytes: number): { json: JsonValue
     startedAt: timestampFromDate(n.startedAt),
     ...(n.finishedAt ? { finishedAt: timestampFromDate(n.finishedAt) } : {}),
     ...(n.error
-      ? { error: create(NodeErrorSchema, { kind: KIND[n.error.kind], message: n.error.message, ...(n.error.codeError ? { codeError: n.error.codeError } : {}) }) }
+      ? {
+          error: create(NodeErrorSchema, {
+            kind: KIND[n.error.kind],
+            message: n.error.message,
+            ...(n.error.codeError ? { codeError: n.error.codeError } : {}),
+          }),
+        }
       : {}),
   });
   const json = toJson(NodeExecutionSchema, entry) as JsonObject;
@@ -101,7 +112,12 @@ function fitLogs(logs: readonly LogEntry[], room: number): LogEntry[] {
     kept.push(l);
     used += size;
   }
-  kept.push(create(LogEntrySchema, { level: LogLevel.WARN, message: `${logs.length - kept.length} more log entries are not recorded: over this node's share of the execution record` }));
+  kept.push(
+    create(LogEntrySchema, {
+      level: LogLevel.WARN,
+      message: `${logs.length - kept.length} more log entries are not recorded: over this node's share of the execution record`,
+    }),
+  );
   return kept;
 }
 

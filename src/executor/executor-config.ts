@@ -65,14 +65,43 @@ export const EXECUTE_DEADLINE_SLACK_MS = 10_000;
 const S = {
   host: { kind: 'text', name: 'LDBOX_EXECUTOR_HOST', shown: '127.0.0.1', meaning: 'address of the health and metrics port' },
   port: { kind: 'int', name: 'LDBOX_EXECUTOR_PORT', fallback: 8081, min: 0, max: 65535, meaning: '/healthz, /readyz and /metrics (0 = any free port)' },
-  runnerUrls: { kind: 'text', name: 'LDBOX_RUNNER_URLS', shown: 'http://127.0.0.1:50051', meaning: 'runners (http://host:port, HTTP/2 cleartext, or https://host:port, TLS), comma-separated, called in turn' },
-  runnerCa: { kind: 'text', name: 'LDBOX_RUNNER_CA', shown: 'unset', meaning: 'PEM CA that https:// runners\' certificates may chain to, besides the public ones' },
-  runnerClientCert: { kind: 'text', name: 'LDBOX_RUNNER_CLIENT_CERT', shown: 'unset', meaning: 'PEM client certificate shown to https:// runners (mTLS; with LDBOX_RUNNER_CLIENT_KEY)' },
+  runnerUrls: {
+    kind: 'text',
+    name: 'LDBOX_RUNNER_URLS',
+    shown: 'http://127.0.0.1:50051',
+    meaning: 'runners (http://host:port, HTTP/2 cleartext, or https://host:port, TLS), comma-separated, called in turn',
+  },
+  runnerCa: {
+    kind: 'text',
+    name: 'LDBOX_RUNNER_CA',
+    shown: 'unset',
+    meaning: "PEM CA that https:// runners' certificates may chain to, besides the public ones",
+  },
+  runnerClientCert: {
+    kind: 'text',
+    name: 'LDBOX_RUNNER_CLIENT_CERT',
+    shown: 'unset',
+    meaning: 'PEM client certificate shown to https:// runners (mTLS; with LDBOX_RUNNER_CLIENT_KEY)',
+  },
   runnerClientKey: { kind: 'text', name: 'LDBOX_RUNNER_CLIENT_KEY', shown: 'unset', meaning: 'PEM private key (unencrypted) of LDBOX_RUNNER_CLIENT_CERT' },
   runnerToken: { kind: 'text', name: 'LDBOX_RUNNER_TOKEN', shown: 'unset', meaning: 'bearer token the runners require (at least 16 characters)' },
   concurrency: { kind: 'int', name: 'LDBOX_EXECUTOR_CONCURRENCY', fallback: 16, min: 1, max: 1024, meaning: 'jobs one executor runs at once' },
-  ackWaitMs: { kind: 'int', name: 'LDBOX_EXECUTOR_ACK_WAIT_MS', fallback: 30_000, min: 1000, max: 3_600_000, meaning: 'redelivery after a silent executor, ms (heartbeats every third of it)' },
-  maxAttempts: { kind: 'int', name: 'LDBOX_EXECUTOR_MAX_ATTEMPTS', fallback: 5, min: 1, max: 100, meaning: 'attempts of a job before its execution is recorded as failed' },
+  ackWaitMs: {
+    kind: 'int',
+    name: 'LDBOX_EXECUTOR_ACK_WAIT_MS',
+    fallback: 30_000,
+    min: 1000,
+    max: 3_600_000,
+    meaning: 'redelivery after a silent executor, ms (heartbeats every third of it)',
+  },
+  maxAttempts: {
+    kind: 'int',
+    name: 'LDBOX_EXECUTOR_MAX_ATTEMPTS',
+    fallback: 5,
+    min: 1,
+    max: 100,
+    meaning: 'attempts of a job before its execution is recorded as failed',
+  },
   maxTimeoutMs: MAX_TIMEOUT_MS,
 } as const satisfies Record<string, SettingSpec>;
 
@@ -117,7 +146,9 @@ function runnerOrigin(u: string): string {
     throw new ConfigError(`LDBOX_RUNNER_URLS: "${shown}" is not a URL (expected http://host:port or https://host:port, comma-separated)`);
   }
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password || url.search || url.hash || url.pathname !== '/') {
-    throw new ConfigError(`LDBOX_RUNNER_URLS: "${shown}" must be http://host:port or https://host:port (HTTP/2 cleartext or over TLS; no credentials, path, query or fragment)`);
+    throw new ConfigError(
+      `LDBOX_RUNNER_URLS: "${shown}" must be http://host:port or https://host:port (HTTP/2 cleartext or over TLS; no credentials, path, query or fragment)`,
+    );
   }
   return url.origin;
 }

@@ -166,14 +166,18 @@ class ExecutorRole extends RoleLifecycle implements Executor {
     const config = this.#config;
     this.#port = await listenOrUndo(this.#server, config.port, config.host, () => this.destroy());
     this.started();
-    this.#log.info({ host: config.host, port: this.#port, nats: config.nats.shown, runners: config.runnerUrls, concurrency: config.concurrency }, 'executor started');
+    this.#log.info(
+      { host: config.host, port: this.#port, nats: config.nats.shown, runners: config.runnerUrls, concurrency: config.concurrency },
+      'executor started',
+    );
   }
 
   protected async drain(grace: Grace): Promise<void> {
     this.#setUp.close();
     const stopped = this.#loop.close();
     if (!(await grace.within(stopped))) {
-      if (this.#loop.inFlight > 0) this.#log.warn({ inFlight: this.#loop.inFlight }, 'jobs still running at shutdown: cancelling them, they go back to the queue');
+      if (this.#loop.inFlight > 0)
+        this.#log.warn({ inFlight: this.#loop.inFlight }, 'jobs still running at shutdown: cancelling them, they go back to the queue');
       this.#cancelRuns.abort();
       await stopped;
     }
@@ -274,7 +278,10 @@ class ExecutorRole extends RoleLifecycle implements Executor {
       const outcome = await runExecution(parsed, job.attempt, this.#deps(s), cancelled);
       metrics.execution(outcome, (performance.now() - t0) / 1000);
       metrics.attempt('done');
-      log.info({ executionId: parsed.executionId, workflowId: parsed.workflowId, outcome, attempt: job.attempt, ms: Math.round(performance.now() - t0) }, 'execution');
+      log.info(
+        { executionId: parsed.executionId, workflowId: parsed.workflowId, outcome, attempt: job.attempt, ms: Math.round(performance.now() - t0) },
+        'execution',
+      );
     } catch (err) {
       if (cancelled.aborted) {
         // Shutting down: hand the job to another executor now, without using up its last attempt.
@@ -295,7 +302,10 @@ class ExecutorRole extends RoleLifecycle implements Executor {
     } catch {
       return; // the handler records malformed jobs; nothing more can be said of this one
     }
-    this.#log.error({ executionId: parsed.executionId, workflowId: parsed.workflowId, attempt: job.attempt, err: (error as Error | undefined)?.message }, 'execution failed: attempts used up');
+    this.#log.error(
+      { executionId: parsed.executionId, workflowId: parsed.workflowId, attempt: job.attempt, err: (error as Error | undefined)?.message },
+      'execution failed: attempts used up',
+    );
     await recordExhausted(parsed, job.attemptsMade, error, this.#deps(s));
     this.#metrics.execution('failed', 0);
     this.#metrics.attempt('exhausted');

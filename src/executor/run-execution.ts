@@ -85,7 +85,10 @@ export async function runExecution(job: WebhookJob, attempt: number, deps: Execu
   } catch (err) {
     // A node's auth that cannot be opened (key not configured, value altered): retrying cannot help.
     if (isSecretUnavailable(err)) {
-      deps.log.error({ workflowId: job.workflowId, executionId: job.executionId, keyId: err.keyId, err: err.message }, 'a stored node auth cannot be opened: execution failed');
+      deps.log.error(
+        { workflowId: job.workflowId, executionId: job.executionId, keyId: err.keyId, err: err.message },
+        'a stored node auth cannot be opened: execution failed',
+      );
       return finish(rec, 'failed', err.message, deps);
     }
     throw err;
@@ -240,7 +243,7 @@ export async function recordExhausted(job: WebhookJob, attempts: number, error: 
   const now = deps.now ?? (() => new Date());
   const existing = await deps.executions.find(job.workflowId, job.executionId);
   if (existing && isFinal(existing)) return settleCharge(existing, deps);
-  const reason = error === undefined ? 'the executor stopped during the last one' : (error as Error)?.message ?? String(error);
+  const reason = error === undefined ? 'the executor stopped during the last one' : ((error as Error)?.message ?? String(error));
   const rec = continuedRecord(job, existing, { startedAt: existing?.startedAt ?? null, attempts: Math.max(existing?.attempts ?? 0, attempts) });
   // The node that was running when the last attempt ended: the entry after the succeeded ones, if any.
   const last = rec.nodes.length > 0 ? readStoredNode(rec.nodes[rec.nodes.length - 1]!) : undefined;

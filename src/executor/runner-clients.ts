@@ -119,18 +119,20 @@ export class RunnerClients {
     this.#runners = urls.map((url) => ({
       url,
       coolUntil: 0,
-      execute: (createClient(
-        RUNNER_RAW,
-        createGrpcTransport({
-          baseUrl: url,
-          // A response holds the result plus logs: 8 MiB + 2 MiB by the runner's defaults.
-          readMaxBytes: opts.readMaxBytes ?? 64 * 1024 * 1024,
-          interceptors: token ? [auth] : [],
-          pingIntervalMs: 10_000,
-          idleConnectionTimeoutMs: 60_000,
-          ...(url.startsWith('https:') ? { nodeOptions: secureOptions(opts.tls) } : {}),
-        }),
-) as unknown as { execute: ExecuteFn }).execute,
+      execute: (
+        createClient(
+          RUNNER_RAW,
+          createGrpcTransport({
+            baseUrl: url,
+            // A response holds the result plus logs: 8 MiB + 2 MiB by the runner's defaults.
+            readMaxBytes: opts.readMaxBytes ?? 64 * 1024 * 1024,
+            interceptors: token ? [auth] : [],
+            pingIntervalMs: 10_000,
+            idleConnectionTimeoutMs: 60_000,
+            ...(url.startsWith('https:') ? { nodeOptions: secureOptions(opts.tls) } : {}),
+          }),
+        ) as unknown as { execute: ExecuteFn }
+      ).execute,
     }));
   }
 

@@ -14,10 +14,12 @@ export function jsonShape(text: string, depthLimit = Infinity): { depth: number;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
-    else if (c === 0x2c) items++; // a comma separates two values of the enclosing container
+    else if (c === 0x2c)
+      items++; // a comma separates two values of the enclosing container
     else if (c === 0x5b || c === 0x7b) {
       if (++depth > max) {
         max = depth;

@@ -114,7 +114,13 @@ class TimedGrace implements Grace {
   }
 
   within(work: Promise<unknown>): Promise<boolean> {
-    return Promise.race([work.then(() => true, () => true), this.#over]);
+    return Promise.race([
+      work.then(
+        () => true,
+        () => true,
+      ),
+      this.#over,
+    ]);
   }
 
   end(): void {

@@ -140,10 +140,7 @@ export class NatsClient {
     if (nc && !nc.isClosed()) {
       if (this.#state === 'connected') {
         let timer: NodeJS.Timeout | undefined;
-        await Promise.race([
-          nc.drain().catch(() => undefined),
-          new Promise<void>((r) => (timer = setTimeout(r, drainTimeoutMs))),
-        ]);
+        await Promise.race([nc.drain().catch(() => undefined), new Promise<void>((r) => (timer = setTimeout(r, drainTimeoutMs)))]);
         clearTimeout(timer);
       }
       if (!nc.isClosed()) await nc.close().catch(() => undefined);
@@ -218,7 +215,10 @@ export class NatsClient {
         if (attempts === 1 || attempts % 30 === 0) {
           const message = this.#scrub((err as Error).message);
           if ((err as Error).name === 'AuthorizationError' || (err as Error).name === 'UserAuthenticationExpiredError') {
-            this.#log.error({ nats: this.url, attempts, err: message }, 'NATS refused the credentials (NATS_URL user:password, NATS_TOKEN, NATS_CREDS or NATS_NKEY_SEED_FILE), retrying');
+            this.#log.error(
+              { nats: this.url, attempts, err: message },
+              'NATS refused the credentials (NATS_URL user:password, NATS_TOKEN, NATS_CREDS or NATS_NKEY_SEED_FILE), retrying',
+            );
           } else {
             this.#log.warn({ nats: this.url, attempts, err: message }, 'NATS not reachable, retrying');
           }

@@ -353,7 +353,10 @@ export function runJobConsumer(opts: RunJobConsumerOptions): JobConsumerLoop {
         const msg = await Promise.race([pull, stopped]);
         if (msg === STOPPED || stopCtl.signal.aborted) {
           // Do not wait out the pull: a job it still brings is handed straight back.
-          void pull.then((m) => m?.nak(), () => undefined);
+          void pull.then(
+            (m) => m?.nak(),
+            () => undefined,
+          );
           if (msg && msg !== STOPPED) msg.nak();
           return;
         }

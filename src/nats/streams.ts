@@ -91,16 +91,7 @@ export function jobsStreamConfig(opts: JobsStreamOptions = {}): StreamConfig {
 }
 
 /** Fields that may be changed on an existing stream; the rest must match or setup fails. */
-const MUTABLE: Array<keyof StreamConfig> = [
-  'subjects',
-  'discard',
-  'max_msgs',
-  'max_bytes',
-  'max_msg_size',
-  'max_age',
-  'duplicate_window',
-  'num_replicas',
-];
+const MUTABLE: Array<keyof StreamConfig> = ['subjects', 'discard', 'max_msgs', 'max_bytes', 'max_msg_size', 'max_age', 'duplicate_window', 'num_replicas'];
 const IMMUTABLE: Array<keyof StreamConfig> = ['retention', 'storage'];
 
 function same(a: unknown, b: unknown): boolean {

@@ -1,9 +1,5 @@
 import { fromBinary, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
-import {
-  ExecuteRequestDataSchema,
-  type StructEntries,
-  type ValueEntries,
-} from '../gen/ldbox/runner/internal/v1/struct_entries_pb.js';
+import { ExecuteRequestDataSchema, type StructEntries, type ValueEntries } from '../gen/ldbox/runner/internal/v1/struct_entries_pb.js';
 
 /** The UTF-8 bytes of the one key protobuf-es loses: a wire key is never escaped, so a search is exact. */
 const PROTO_KEY = Buffer.from('__proto__');

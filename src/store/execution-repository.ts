@@ -101,7 +101,12 @@ export function shownJson(v: unknown, maxDepth = MAX_SHOWN_DEPTH, depth = 1): Js
   if (Array.isArray(v)) return v.map((item) => shownJson(item, maxDepth, depth + 1));
   const out: JsonObject = {};
   for (const key of Object.keys(v)) {
-    Object.defineProperty(out, key, { value: shownJson((v as Record<string, unknown>)[key], maxDepth, depth + 1), enumerable: true, writable: true, configurable: true });
+    Object.defineProperty(out, key, {
+      value: shownJson((v as Record<string, unknown>)[key], maxDepth, depth + 1),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   return out;
 }
@@ -136,7 +141,10 @@ function nodeFromJson(n: unknown, encoding: ExecutionEncoding): NodeExecution {
     return node;
   } catch (err) {
     const id = typeof n === 'object' && n !== null && typeof (n as { id?: unknown }).id === 'string' ? (n as { id: string }).id : '';
-    return create(NodeExecutionSchema, { id, error: { kind: NodeErrorKind.RUNNER, message: `this node's stored entry cannot be read: ${(err as Error).message}` } });
+    return create(NodeExecutionSchema, {
+      id,
+      error: { kind: NodeErrorKind.RUNNER, message: `this node's stored entry cannot be read: ${(err as Error).message}` },
+    });
   }
 }
 
@@ -235,7 +243,11 @@ export class ExecutionRepository {
 
   /** One execution of a known workflow: the record, else the queued job, else the record (see get). */
   async #readEither(workflowId: string, executionId: string): Promise<ExecutionRecord | undefined> {
-    return (await this.#read(executionKey(workflowId, executionId))) ?? (await this.#queued(`${workflowId}.${executionId}`)) ?? (await this.#read(executionKey(workflowId, executionId)));
+    return (
+      (await this.#read(executionKey(workflowId, executionId))) ??
+      (await this.#queued(`${workflowId}.${executionId}`)) ??
+      (await this.#read(executionKey(workflowId, executionId)))
+    );
   }
 
   async #read(key: string): Promise<ExecutionRecord | undefined> {

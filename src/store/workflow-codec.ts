@@ -38,7 +38,8 @@ export function decodeWorkflow(value: Uint8Array, keys: KeyRing): WorkflowRecord
     ...stored,
     nodes: stored.nodes.map((n) => {
       if (!isSealed(n.auth)) {
-        if (typeof n.auth === 'string') throw new SecretUnavailableError(`workflow ${stored.id} node ${JSON.stringify(n.id)}: the stored auth is not a sealed value`, undefined);
+        if (typeof n.auth === 'string')
+          throw new SecretUnavailableError(`workflow ${stored.id} node ${JSON.stringify(n.id)}: the stored auth is not a sealed value`, undefined);
         return n as NodeRecord;
       }
       try {

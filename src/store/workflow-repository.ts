@@ -100,7 +100,10 @@ export class WorkflowRepository {
    * Applies `change` to the stored workflow with compare-and-set, retrying on concurrent writes.
    * Returns undefined when the workflow does not exist, otherwise the new record and `change`'s result.
    */
-  async update<R>(id: string, change: (record: WorkflowRecord) => { record: WorkflowRecord; result: R }): Promise<{ record: WorkflowRecord; result: R } | undefined> {
+  async update<R>(
+    id: string,
+    change: (record: WorkflowRecord) => { record: WorkflowRecord; result: R },
+  ): Promise<{ record: WorkflowRecord; result: R } | undefined> {
     for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
       const current = await this.getWithRevision(id);
       if (!current) return undefined;

@@ -312,9 +312,7 @@ export function validateTemplates(value: JsonValue, options: ValidateOptions = {
         if (typeof piece === 'string' || piece.path[0] !== 'nodes' || earlier === undefined) continue;
         const id = piece.path[1]!;
         if (!earlier.has(id)) {
-          errors.push(
-            new TemplateError('TEMPLATE_UNKNOWN_NODE', piece.source, `node ${JSON.stringify(id)} does not run before this node`, field),
-          );
+          errors.push(new TemplateError('TEMPLATE_UNKNOWN_NODE', piece.source, `node ${JSON.stringify(id)} does not run before this node`, field));
         }
       }
     } else if (Array.isArray(v)) {

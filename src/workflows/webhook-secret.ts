@@ -198,9 +198,7 @@ export interface PresentedSecrets {
 }
 
 /** The outcome of {@link authenticateWebhookRequest}. Messages never contain a secret. */
-export type WebhookAuthResult =
-  | { ok: true; matched: 'current' | 'previous' | 'not-required' }
-  | { ok: false; reason: 'missing' | 'invalid'; message: string };
+export type WebhookAuthResult = { ok: true; matched: 'current' | 'previous' | 'not-required' } | { ok: false; reason: 'missing' | 'invalid'; message: string };
 
 /**
  * Authenticates a webhook call (answer 400 with `message` when not ok). Only the active method's channel

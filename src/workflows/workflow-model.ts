@@ -230,7 +230,10 @@ function checkNode(node: Node, at: string, earlierIds: readonly string[], seen: 
 
   const input: JsonObject = node.input ?? {};
   const auth: JsonObject = node.auth ?? {};
-  for (const [name, value] of [['input', input], ['auth', auth]] as const) {
+  for (const [name, value] of [
+    ['input', input],
+    ['auth', auth],
+  ] as const) {
     const problem = jsonProblem(value, [], `${at}.${name}`, 0, limits.maxInputDepth);
     if (problem !== undefined) throw invalid(`${at}.${name}`, problem);
   }

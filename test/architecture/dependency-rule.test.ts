@@ -83,7 +83,12 @@ export function relativeSpecifiers(fileName: string, text: string): string[] {
   const visit = (node: ts.Node): void => {
     if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
       found.push(node.moduleSpecifier.text);
-    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteralLike(node.arguments[0])) {
+    } else if (
+      ts.isCallExpression(node) &&
+      node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      node.arguments[0] &&
+      ts.isStringLiteralLike(node.arguments[0])
+    ) {
       found.push(node.arguments[0].text);
     } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
       found.push(node.argument.literal.text);
@@ -194,7 +199,13 @@ function filesBehind(from: string, to: string): string[] {
 t.test('the scan reads the import graph', async (t) => {
   t.ok(graph.size >= 150, `${graph.size} files`);
   t.ok(graph.get('src/cli/main.ts')?.includes('runner/server/index.ts'), 'the root imports the runner');
-  t.same(relativeSpecifiers('x.ts', "import type { A } from './a.js';\nexport * from '../b.js';\nconst m = await import('./c.js');\nlet x: import('./d.js').D;\nimport 'node:fs';"), ['./a.js', '../b.js', './c.js', './d.js']);
+  t.same(
+    relativeSpecifiers(
+      'x.ts',
+      "import type { A } from './a.js';\nexport * from '../b.js';\nconst m = await import('./c.js');\nlet x: import('./d.js').D;\nimport 'node:fs';",
+    ),
+    ['./a.js', '../b.js', './c.js', './d.js'],
+  );
 });
 
 t.test('the layers', async (t) => {
@@ -279,7 +290,11 @@ t.test('surfaces', async (t) => {
   }
   t.same(past, [], 'imports past an index.ts:\n' + past.join('\n'));
   t.same(rootEdges, [], 'the composition root reaches into a role:\n' + rootEdges.join('\n'));
-  t.same([...ROOT_EDGES_ALLOWED.keys()].filter((e) => !usedRoot.has(e)), [], 'ROOT_EDGES_ALLOWED entries that no longer occur');
+  t.same(
+    [...ROOT_EDGES_ALLOWED.keys()].filter((e) => !usedRoot.has(e)),
+    [],
+    'ROOT_EDGES_ALLOWED entries that no longer occur',
+  );
   const imported = new Set([...graph].flatMap(([from, targets]) => targets.filter((to) => areaOf(to) !== areaOf(from))));
   t.same(
     files.filter((f) => isAreaIndex(f) && !imported.has(f)),

@@ -19,7 +19,11 @@ t.test('each command refuses a bad setting with exit 2 and one line', async (t) 
     [['executor'], { ...KEY, LDBOX_LOG_LEVEL: 'loud' }, 'LDBOX_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"'],
     [['dev'], { LDBOX_LOG_LEVEL: 'verbose' }, 'LDBOX_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"'],
     [['runner'], { LDBOX_POOL_SIZE: 'abc' }, 'LDBOX_POOL_SIZE must be a whole number from 1 to 256, got "abc"'],
-    [['runner'], { LDBOX_MAX_RESULT_BYTES: '8M' }, 'LDBOX_MAX_RESULT_BYTES must name its unit unambiguously: "8M" could be 8MiB (8388608 bytes) or 8MB (8000000 bytes)'],
+    [
+      ['runner'],
+      { LDBOX_MAX_RESULT_BYTES: '8M' },
+      'LDBOX_MAX_RESULT_BYTES must name its unit unambiguously: "8M" could be 8MiB (8388608 bytes) or 8MB (8000000 bytes)',
+    ],
     [['runner'], { LDBOX_MAX_MEMORY_MB: 'lots' }, 'LDBOX_MAX_MEMORY_MB must be a size: MiB (64) or a number with a unit (512KiB, 8MiB, 1GiB, 8MB), got "lots"'],
     [['gateway'], { ...TOKEN, LDBOX_MAX_BODY_BYTES: '1GiB' }, 'LDBOX_MAX_BODY_BYTES must be from 1KiB to 64MiB, got "1GiB" (1073741824 bytes)'],
     [['gateway'], {}, 'LDBOX_ADMIN_TOKEN is required: the control plane (WorkflowService) accepts only `Authorization: Bearer $LDBOX_ADMIN_TOKEN`'],
@@ -31,11 +35,23 @@ t.test('each command refuses a bad setting with exit 2 and one line', async (t) 
     [['gateway'], { ...TOKEN, LDBOX_DATA_KEY_FILE: '/nonexistent/ldbox-key' }, 'LDBOX_DATA_KEY and LDBOX_DATA_KEY_FILE are both set: set one of them'],
     [['reencrypt'], { LDBOX_DATA_KEY_FILE: '/nonexistent/ldbox-key' }, 'LDBOX_DATA_KEY_FILE: cannot read "/nonexistent/ldbox-key" (ENOENT)'],
     [['dev'], { LDBOX_NATS_PORT: 'x' }, 'LDBOX_NATS_PORT must be a whole number from 0 to 65535, got "x"'],
-    [['gateway'], { ...TOKEN, NATS_URL: 'nats://app:hunter2@nats host:4222' }, 'NATS_URL must be nats://host:port, tls://host:port or host:port (comma-separated), got "nats://***@nats host:4222"'],
-    [['executor'], { NATS_URL: 'nats://app:hunter2@nats:4222', NATS_TOKEN: 'tok-hunter2' }, 'NATS takes one way of authenticating, got a user:password in NATS_URL and NATS_TOKEN'],
+    [
+      ['gateway'],
+      { ...TOKEN, NATS_URL: 'nats://app:hunter2@nats host:4222' },
+      'NATS_URL must be nats://host:port, tls://host:port or host:port (comma-separated), got "nats://***@nats host:4222"',
+    ],
+    [
+      ['executor'],
+      { NATS_URL: 'nats://app:hunter2@nats:4222', NATS_TOKEN: 'tok-hunter2' },
+      'NATS takes one way of authenticating, got a user:password in NATS_URL and NATS_TOKEN',
+    ],
     [['executor'], { NATS_CREDS: '/nonexistent/app.creds' }, 'NATS_CREDS must be a readable file, got "/nonexistent/app.creds" (ENOENT)'],
     [['dev'], { NATS_URL: 'nats://a:4222', NATS_CERT: '/nonexistent/client.pem' }, 'NATS_CERT must be a readable file, got "/nonexistent/client.pem" (ENOENT)'],
-    [['run', 'examples/hello.js'], { LDBOX_MAX_CODE_BYTES: '2 bananas' }, 'LDBOX_MAX_CODE_BYTES must be a size: bytes (1048576) or a number with a unit (512KiB, 8MiB, 1GiB, 8MB), got "2 bananas"'],
+    [
+      ['run', 'examples/hello.js'],
+      { LDBOX_MAX_CODE_BYTES: '2 bananas' },
+      'LDBOX_MAX_CODE_BYTES must be a size: bytes (1048576) or a number with a unit (512KiB, 8MiB, 1GiB, 8MB), got "2 bananas"',
+    ],
   ];
   for (const [args, env, message] of cases) {
     const what = `${args.join(' ')} ${JSON.stringify(env)}`;

@@ -46,14 +46,22 @@ t.test('the local nats-server takes only the generated user; the password is kep
 
   const port = Number(/NATS +nats:\/\/127\.0\.0\.1:(\d+)/.exec(first.out())?.[1]);
   await t.rejects(connect({ servers: `127.0.0.1:${port}`, reconnect: false }), { name: 'AuthorizationError' }, 'no credentials: refused');
-  await t.rejects(connect({ servers: `127.0.0.1:${port}`, user: 'ldbox', pass: 'not-the-password', reconnect: false }), { name: 'AuthorizationError' }, 'a wrong password: refused');
+  await t.rejects(
+    connect({ servers: `127.0.0.1:${port}`, user: 'ldbox', pass: 'not-the-password', reconnect: false }),
+    { name: 'AuthorizationError' },
+    'a wrong password: refused',
+  );
   const nc = await connect({ servers: `127.0.0.1:${port}`, user: 'ldbox', pass: password, reconnect: false });
   await nc.close();
   t.equal(await first.stop(), 0);
 
   const second = await startDev(dataDir, { NATS_TOKEN: 'tok-hunter2-0123456789' });
   t.equal(readFileSync(passwordFile, 'utf8').trim(), password, 'the next start reuses the password');
-  t.equal(second.err(), 'NATS_TOKEN ignored: NATS credentials and TLS settings are for the server in NATS_URL; the local nats-server uses its generated password\n', 'NATS_* credentials without NATS_URL: said, not echoed');
+  t.equal(
+    second.err(),
+    'NATS_TOKEN ignored: NATS credentials and TLS settings are for the server in NATS_URL; the local nats-server uses its generated password\n',
+    'NATS_* credentials without NATS_URL: said, not echoed',
+  );
   t.match(second.out(), 'ldbox dev is ready', 'and its gateway and executor get in');
   t.equal(await second.stop(), 0);
 });

@@ -16,7 +16,14 @@ const api = http.createServer((req, res) => {
   seen.push({ url: req.url ?? '', authorization: req.headers.authorization });
   if (req.url?.startsWith('/items') && req.headers.authorization === 'Bearer tok-abcdef') {
     res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify({ items: [{ id: 1, title: 'one' }, { id: 2, title: 'two' }] }));
+    res.end(
+      JSON.stringify({
+        items: [
+          { id: 1, title: 'one' },
+          { id: 2, title: 'two' },
+        ],
+      }),
+    );
   } else if (req.url === '/files/42' && req.headers.authorization === `Basic ${Buffer.from('me:pa55word').toString('base64')}`) {
     res.setHeader('content-type', 'application/pdf');
     res.end(Buffer.from([0x25, 0x50, 0x44, 0x46]));
@@ -38,7 +45,14 @@ function ldbox(args: string[]): Promise<{ code: number; stdout: string; stderr: 
 }
 
 t.test('Bearer auth: the items, and the token redacted in the logs', async (t) => {
-  const r = await ldbox(['run', example('list-items-bearer.js'), '--input', JSON.stringify({ baseUrl: base, limit: 2 }), '--auth', '{"access_token":"tok-abcdef"}']);
+  const r = await ldbox([
+    'run',
+    example('list-items-bearer.js'),
+    '--input',
+    JSON.stringify({ baseUrl: base, limit: 2 }),
+    '--auth',
+    '{"access_token":"tok-abcdef"}',
+  ]);
   t.equal(r.code, 0, r.stderr);
   t.same(JSON.parse(r.stdout), [
     { id: '1', title: 'one' },
@@ -57,15 +71,27 @@ t.test('a wrong token is an API answer the code handles', async (t) => {
 
 t.test('Basic auth download as a native download', async (t) => {
   const input = { itemId: '42', parent: JSON.stringify({ url: base }) };
-  const r = await ldbox(['run', example('download-basic-auth.js'), '--kind', 'native-download', '--input', JSON.stringify(input), '--auth', '{"username":"me","password":"pa55word"}']);
+  const r = await ldbox([
+    'run',
+    example('download-basic-auth.js'),
+    '--kind',
+    'native-download',
+    '--input',
+    JSON.stringify(input),
+    '--auth',
+    '{"username":"me","password":"pa55word"}',
+  ]);
   t.equal(r.code, 0, r.stderr);
   t.same(JSON.parse(r.stdout), { fileName: '42.bin', mimeType: 'application/pdf', base64: Buffer.from('%PDF').toString('base64') });
 });
 
 t.test('without the operator opening loopback, the egress guard refuses the same call', async (t) => {
   const r = await new Promise<{ code: number; stderr: string }>((resolve) => {
-    execFile(process.execPath, [BIN, 'run', example('list-items-bearer.js'), '--input', JSON.stringify({ baseUrl: base }), '--auth', '{"access_token":"tok-abcdef"}'], { env: { ...process.env, LDBOX_EGRESS_ALLOW: '' } }, (err, _stdout, stderr) =>
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stderr }),
+    execFile(
+      process.execPath,
+      [BIN, 'run', example('list-items-bearer.js'), '--input', JSON.stringify({ baseUrl: base }), '--auth', '{"access_token":"tok-abcdef"}'],
+      { env: { ...process.env, LDBOX_EGRESS_ALLOW: '' } },
+      (err, _stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stderr }),
     );
   });
   t.equal(r.code, 1);

@@ -83,7 +83,11 @@ t.test('ldbox dev runs everything; the README quickstart works against it; Ctrl-
   t.same(shown.execution.trigger.body, { name: 'Ada' });
 
   // A fresh start of everything logs no warning (LDBOX_LOG_LEVEL=warn: any log line here is one).
-  t.same(out.split('\n').filter((l) => /"level":(40|50|60)/.test(l)), [], 'no warning or error from start to here');
+  t.same(
+    out.split('\n').filter((l) => /"level":(40|50|60)/.test(l)),
+    [],
+    'no warning or error from start to here',
+  );
   const natsPid = Number(readFileSync(join(dataDir, 'nats', 'nats-server.pid'), 'utf8'));
   child.kill('SIGINT');
   t.equal(await exited, 0, `ldbox dev exits 0 on Ctrl-C\n${err}`);
@@ -97,7 +101,17 @@ t.test('ldbox dev keeps its data key: a workflow with auth stored by one run ope
   const dataDir = join(dir, 'data');
   const start = async () => {
     const child = spawn(process.execPath, [BIN, 'dev'], {
-      env: { ...process.env, LDBOX_DATA_DIR: dataDir, LDBOX_GATEWAY_PORT: '0', LDBOX_RUNNER_PORT: '0', LDBOX_EXECUTOR_PORT: '0', LDBOX_NATS_PORT: '0', LDBOX_POOL_SIZE: '1', LDBOX_LOG_LEVEL: 'warn', NATS_URL: '' },
+      env: {
+        ...process.env,
+        LDBOX_DATA_DIR: dataDir,
+        LDBOX_GATEWAY_PORT: '0',
+        LDBOX_RUNNER_PORT: '0',
+        LDBOX_EXECUTOR_PORT: '0',
+        LDBOX_NATS_PORT: '0',
+        LDBOX_POOL_SIZE: '1',
+        LDBOX_LOG_LEVEL: 'warn',
+        NATS_URL: '',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     t.teardown(() => {
@@ -130,7 +144,11 @@ t.test('ldbox dev keeps its data key: a workflow with auth stored by one run ope
 
   const first = await start();
   const key = readFileSync(join(dataDir, 'data-key'), 'utf8');
-  const created = await first.call('CreateWorkflow', { name: 'kept', workspace: 'ws', nodes: [{ id: 'a', code: 'return 1', auth: { token: 'dev-secret-value' } }] });
+  const created = await first.call('CreateWorkflow', {
+    name: 'kept',
+    workspace: 'ws',
+    nodes: [{ id: 'a', code: 'return 1', auth: { token: 'dev-secret-value' } }],
+  });
   t.equal(created.status, 200);
   await first.stop();
 

@@ -48,7 +48,13 @@ t.test('bad TLS files: exit 2 with the exact message', async (t) => {
 t.test('with TLS, ldbox runner says it listens on https://', async (t) => {
   const certs = makeTestCertificates(t.testdir());
   const child = spawn(process.execPath, [BIN, 'runner'], {
-    env: cleanEnv({ LDBOX_RUNNER_PORT: '0', LDBOX_POOL_SIZE: '1', LDBOX_LOG_LEVEL: 'silent', LDBOX_RUNNER_TLS_CERT: certs.serverCert, LDBOX_RUNNER_TLS_KEY: certs.serverKey }),
+    env: cleanEnv({
+      LDBOX_RUNNER_PORT: '0',
+      LDBOX_POOL_SIZE: '1',
+      LDBOX_LOG_LEVEL: 'silent',
+      LDBOX_RUNNER_TLS_CERT: certs.serverCert,
+      LDBOX_RUNNER_TLS_KEY: certs.serverKey,
+    }),
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = once(child, 'exit');

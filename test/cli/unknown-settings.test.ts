@@ -19,7 +19,11 @@ t.test('a typo is warned about with the nearest name, before anything else', asy
 });
 
 t.test('settings of another role are not warned about; `ldbox run` warns too', async (t) => {
-  const r = await ldbox(['run', 'examples/hello.js', '--input', '{"name":"x"}'], { LDBOX_GATEWAY_PORT: '1', LDBOX_EXECUTOR_CONCURRENCY: '2', LDBOX_MAX_CODE_BYTE: '1MiB' });
+  const r = await ldbox(['run', 'examples/hello.js', '--input', '{"name":"x"}'], {
+    LDBOX_GATEWAY_PORT: '1',
+    LDBOX_EXECUTOR_CONCURRENCY: '2',
+    LDBOX_MAX_CODE_BYTE: '1MiB',
+  });
   t.equal(r.code, 0, r.stderr);
   t.equal(r.stderr.split('\n')[0], 'warning: LDBOX_MAX_CODE_BYTE is not a setting; did you mean LDBOX_MAX_CODE_BYTES?');
   t.equal(r.stderr.match(/^warning:/gm)?.length, 1, 'one warning');

@@ -41,7 +41,11 @@ t.test('defaults', async (t) => {
   });
   t.ok('runnerToken' in c, 'runnerToken is present, undefined');
   t.equal(EXECUTE_DEADLINE_SLACK_MS, 10_000);
-  t.strictSame(loadExecutorConfig({ LDBOX_EXECUTOR_PORT: '', LDBOX_EXECUTOR_CONCURRENCY: '  ', NATS_URL: '', LDBOX_RUNNER_TOKEN: '' }), c, 'empty and blank values are unset');
+  t.strictSame(
+    loadExecutorConfig({ LDBOX_EXECUTOR_PORT: '', LDBOX_EXECUTOR_CONCURRENCY: '  ', NATS_URL: '', LDBOX_RUNNER_TOKEN: '' }),
+    c,
+    'empty and blank values are unset',
+  );
   t.strictSame(loadExecutorConfig({ LDBOX_RUNNER_URLS: '' }).runnerUrls, ['http://127.0.0.1:50051'], 'an empty list is the default runner');
   t.strictSame(loadExecutorConfig({ LDBOX_RUNNER_URLS: ' , ,' }).runnerUrls, ['http://127.0.0.1:50051'], 'a list of blanks is the default runner');
 });
@@ -168,5 +172,8 @@ t.test('exact messages', async (t) => {
   t.notOk(configError({ LDBOX_RUNNER_TOKEN: 'short' })!.includes('short'), 'the message does not echo the secret');
 
   // Order: NATS_URL and the runner URLs are checked before the numbers.
-  t.equal(configError({ NATS_URL: 'http://x', LDBOX_EXECUTOR_PORT: 'abc' }), 'NATS_URL must be nats://host:port, tls://host:port or host:port (comma-separated), got "http://x"');
+  t.equal(
+    configError({ NATS_URL: 'http://x', LDBOX_EXECUTOR_PORT: 'abc' }),
+    'NATS_URL must be nats://host:port, tls://host:port or host:port (comma-separated), got "http://x"',
+  );
 });

@@ -25,11 +25,12 @@ function namesRead(load: (env: Record<string, string | undefined>) => unknown, b
   return read;
 }
 
-t.test('every name a loader reads is in its command\'s table', async (t) => {
+t.test("every name a loader reads is in its command's table", async (t) => {
   const names = (cmd: keyof typeof COMMAND_SETTINGS) => new Set(COMMAND_SETTINGS[cmd].map((s) => s.name));
   for (const n of namesRead(loadRunnerConfig)) t.ok(names('runner').has(n), `runner reads ${n}`);
   for (const n of namesRead(loadExecutorConfig, { LDBOX_DATA_KEY: Buffer.alloc(32).toString('base64') })) t.ok(names('executor').has(n), `executor reads ${n}`);
-  for (const n of namesRead(loadGatewayConfig, { LDBOX_ADMIN_TOKEN: 'x'.repeat(16), LDBOX_DATA_KEY: Buffer.alloc(32).toString('base64') })) t.ok(names('gateway').has(n), `gateway reads ${n}`);
+  for (const n of namesRead(loadGatewayConfig, { LDBOX_ADMIN_TOKEN: 'x'.repeat(16), LDBOX_DATA_KEY: Buffer.alloc(32).toString('base64') }))
+    t.ok(names('gateway').has(n), `gateway reads ${n}`);
   for (const n of namesRead(loadDevConfig)) t.ok(names('dev').has(n), `dev reads ${n}`);
   for (const n of namesRead(loadLogLevel)) t.ok(names('runner').has(n) && names('gateway').has(n) && names('executor').has(n), `every role reads ${n}`);
   t.equal(namesRead(loadRunnerConfig).size, COMMAND_SETTINGS.runner.length - 1, 'the runner table has nothing its loader does not read (but the log level)');
@@ -39,7 +40,9 @@ t.test('every setting is in the README with its default', async (t) => {
   const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
   for (const name of KNOWN_SETTING_NAMES) {
     const row = readme.split('\n').find((l) => l.startsWith(`| \`${name}\``));
-    const spec = Object.values(COMMAND_SETTINGS).flat().find((s) => s.name === name)!;
+    const spec = Object.values(COMMAND_SETTINGS)
+      .flat()
+      .find((s) => s.name === name)!;
     t.ok(row, `README has a row for ${name}`);
     t.match(row ?? '', `| \`${shownDefault(spec)}\` |`, `README's default of ${name}`);
   }

@@ -11,6 +11,9 @@ t.test('default and every level', async (t) => {
 
 t.test('an unknown level names the accepted ones', async (t) => {
   for (const bad of ['verbose', 'INFO', 'warning']) {
-    t.throws(() => loadLogLevel({ LDBOX_LOG_LEVEL: bad }), new ConfigError(`LDBOX_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "${bad}"`));
+    t.throws(
+      () => loadLogLevel({ LDBOX_LOG_LEVEL: bad }),
+      new ConfigError(`LDBOX_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "${bad}"`),
+    );
   }
 });

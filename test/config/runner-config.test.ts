@@ -160,15 +160,8 @@ t.test('default timeout and memory must not exceed their maxima', async (t) => {
     'LDBOX_TIMEOUT_MS (120001) must not exceed LDBOX_MAX_TIMEOUT_MS (120000)',
     'against the default maximum',
   );
-  t.equal(
-    configError({ LDBOX_MEMORY_MB: '65', LDBOX_MAX_MEMORY_MB: '64' })?.message,
-    'LDBOX_MEMORY_MB (65) must not exceed LDBOX_MAX_MEMORY_MB (64)',
-  );
-  t.equal(
-    configError({ LDBOX_MEMORY_MB: '513' })?.message,
-    'LDBOX_MEMORY_MB (513) must not exceed LDBOX_MAX_MEMORY_MB (512)',
-    'against the default maximum',
-  );
+  t.equal(configError({ LDBOX_MEMORY_MB: '65', LDBOX_MAX_MEMORY_MB: '64' })?.message, 'LDBOX_MEMORY_MB (65) must not exceed LDBOX_MAX_MEMORY_MB (64)');
+  t.equal(configError({ LDBOX_MEMORY_MB: '513' })?.message, 'LDBOX_MEMORY_MB (513) must not exceed LDBOX_MAX_MEMORY_MB (512)', 'against the default maximum');
 });
 
 t.test('runner token', async (t) => {
@@ -181,14 +174,8 @@ t.test('runner token', async (t) => {
 t.test('host', async (t) => {
   t.equal(loadRunnerConfig({ LDBOX_RUNNER_HOST: '::1' }).host, '::1');
   t.equal(loadRunnerConfig({ LDBOX_RUNNER_HOST: 'runner-1.internal', LDBOX_RUNNER_TOKEN: 'x'.repeat(16) }).host, 'runner-1.internal');
-  t.equal(
-    configError({ LDBOX_RUNNER_HOST: 'a b' })?.message,
-    'LDBOX_RUNNER_HOST must be a host name or IP address, got "a b"',
-  );
-  t.equal(
-    configError({ LDBOX_RUNNER_HOST: 'http://x' })?.message,
-    'LDBOX_RUNNER_HOST must be a host name or IP address, got "http://x"',
-  );
+  t.equal(configError({ LDBOX_RUNNER_HOST: 'a b' })?.message, 'LDBOX_RUNNER_HOST must be a host name or IP address, got "a b"');
+  t.equal(configError({ LDBOX_RUNNER_HOST: 'http://x' })?.message, 'LDBOX_RUNNER_HOST must be a host name or IP address, got "http://x"');
 });
 
 t.test('LDBOX_EGRESS_ALLOW is a comma-separated list', async (t) => {

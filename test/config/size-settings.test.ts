@@ -75,10 +75,16 @@ t.test('refused: exact messages', async (t) => {
     [{ LDBOX_MAX_CODE_BYTES: '8mb' }, 'LDBOX_MAX_CODE_BYTES must name its unit unambiguously: "8mb" could be 8MiB (8388608 bytes) or 8MB (8000000 bytes)'],
     [{ LDBOX_MAX_CODE_BYTES: '8Mb' }, 'LDBOX_MAX_CODE_BYTES must name its unit unambiguously: "8Mb" could be 8MiB (8388608 bytes) or 8MB (8000000 bytes)'],
     [{ LDBOX_MAX_CODE_BYTES: '2KB' }, 'LDBOX_MAX_CODE_BYTES must name its unit unambiguously: "2KB" could be 2KiB (2048 bytes) or 2kB (2000 bytes)'],
-    [{ LDBOX_MAX_CODE_BYTES: '8 parsecs' }, 'LDBOX_MAX_CODE_BYTES must be a size: bytes (1048576) or a number with a unit (512KiB, 8MiB, 1GiB, 8MB), got "8 parsecs"'],
+    [
+      { LDBOX_MAX_CODE_BYTES: '8 parsecs' },
+      'LDBOX_MAX_CODE_BYTES must be a size: bytes (1048576) or a number with a unit (512KiB, 8MiB, 1GiB, 8MB), got "8 parsecs"',
+    ],
     [{ LDBOX_MAX_CODE_BYTES: 'MiB' }, 'LDBOX_MAX_CODE_BYTES must be a size: bytes (1048576) or a number with a unit (512KiB, 8MiB, 1GiB, 8MB), got "MiB"'],
     [{ LDBOX_MAX_CODE_BYTES: '-1MiB' }, 'LDBOX_MAX_CODE_BYTES must be a size: bytes (1048576) or a number with a unit (512KiB, 8MiB, 1GiB, 8MB), got "-1MiB"'],
-    [{ LDBOX_MAX_CODE_BYTES: '2048.5' }, 'LDBOX_MAX_CODE_BYTES must be a size: bytes (1048576) or a number with a unit (512KiB, 8MiB, 1GiB, 8MB), got "2048.5"'],
+    [
+      { LDBOX_MAX_CODE_BYTES: '2048.5' },
+      'LDBOX_MAX_CODE_BYTES must be a size: bytes (1048576) or a number with a unit (512KiB, 8MiB, 1GiB, 8MB), got "2048.5"',
+    ],
     [{ LDBOX_MAX_CODE_BYTES: '1.0001KiB' }, 'LDBOX_MAX_CODE_BYTES must be a whole number of bytes, got "1.0001KiB" (1024.1024 bytes)'],
     [{ LDBOX_MAX_CODE_BYTES: '128MiB' }, 'LDBOX_MAX_CODE_BYTES must be from 1KiB to 64MiB, got "128MiB" (134217728 bytes)'],
     [{ LDBOX_MAX_MEMORY_MB: '64abc' }, 'LDBOX_MAX_MEMORY_MB must be a size: MiB (64) or a number with a unit (512KiB, 8MiB, 1GiB, 8MB), got "64abc"'],

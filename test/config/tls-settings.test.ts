@@ -49,10 +49,22 @@ t.test('runner: exact messages for bad TLS files', async (t) => {
   const missing = join(dir, 'missing.crt');
   t.equal(runnerError({ ...SERVER, LDBOX_RUNNER_TLS_CERT: missing }), `LDBOX_RUNNER_TLS_CERT: cannot read "${missing}" (ENOENT)`);
   t.equal(runnerError({ ...SERVER, LDBOX_RUNNER_TLS_KEY: dir }), `LDBOX_RUNNER_TLS_KEY: cannot read "${dir}" (EISDIR)`);
-  t.equal(runnerError({ ...SERVER, LDBOX_RUNNER_TLS_CERT: certs.serverKey }), `LDBOX_RUNNER_TLS_CERT: "${certs.serverKey}" holds no PEM certificate`, 'a key as certificate');
+  t.equal(
+    runnerError({ ...SERVER, LDBOX_RUNNER_TLS_CERT: certs.serverKey }),
+    `LDBOX_RUNNER_TLS_CERT: "${certs.serverKey}" holds no PEM certificate`,
+    'a key as certificate',
+  );
   t.equal(runnerError({ ...SERVER, LDBOX_RUNNER_TLS_CERT: garbage }), `LDBOX_RUNNER_TLS_CERT: "${garbage}" holds no PEM certificate`);
-  t.equal(runnerError({ ...SERVER, LDBOX_RUNNER_TLS_KEY: certs.serverCert }), `LDBOX_RUNNER_TLS_KEY: "${certs.serverCert}" holds no unencrypted PEM private key`, 'a certificate as key');
-  t.equal(runnerError({ ...SERVER, LDBOX_RUNNER_TLS_KEY: encryptedKey }), `LDBOX_RUNNER_TLS_KEY: "${encryptedKey}" holds no unencrypted PEM private key`, 'an encrypted key');
+  t.equal(
+    runnerError({ ...SERVER, LDBOX_RUNNER_TLS_KEY: certs.serverCert }),
+    `LDBOX_RUNNER_TLS_KEY: "${certs.serverCert}" holds no unencrypted PEM private key`,
+    'a certificate as key',
+  );
+  t.equal(
+    runnerError({ ...SERVER, LDBOX_RUNNER_TLS_KEY: encryptedKey }),
+    `LDBOX_RUNNER_TLS_KEY: "${encryptedKey}" holds no unencrypted PEM private key`,
+    'an encrypted key',
+  );
   t.equal(
     runnerError({ ...SERVER, LDBOX_RUNNER_TLS_KEY: certs.clientKey }),
     `LDBOX_RUNNER_TLS_KEY: the key in "${certs.clientKey}" does not belong to the certificate in "${certs.serverCert}" (LDBOX_RUNNER_TLS_CERT)`,
@@ -86,7 +98,12 @@ t.test('runner: a non-loopback address needs a token or client certificates', as
 t.test('executor: CA and client certificate for https:// runners', async (t) => {
   t.strictSame(loadExecutorConfig({ LDBOX_DATA_KEY: TEST_DATA_KEY }).runnerTls, { ca: undefined, cert: undefined, key: undefined }, 'none by default');
   t.strictSame(
-    loadExecutorConfig({ LDBOX_DATA_KEY: TEST_DATA_KEY, LDBOX_RUNNER_CA: certs.caCert, LDBOX_RUNNER_CLIENT_CERT: certs.clientCert, LDBOX_RUNNER_CLIENT_KEY: certs.clientKey }).runnerTls,
+    loadExecutorConfig({
+      LDBOX_DATA_KEY: TEST_DATA_KEY,
+      LDBOX_RUNNER_CA: certs.caCert,
+      LDBOX_RUNNER_CLIENT_CERT: certs.clientCert,
+      LDBOX_RUNNER_CLIENT_KEY: certs.clientKey,
+    }).runnerTls,
     { ca: readFileSync(certs.caCert), cert: readFileSync(certs.clientCert), key: readFileSync(certs.clientKey) },
   );
   const missing = join(dir, 'missing-ca.crt');

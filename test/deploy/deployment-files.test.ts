@@ -97,7 +97,15 @@ function dockerInstructions(text: string): { op: string; args: string }[] {
 
 /** `.dockerignore` patterns (exact paths, `*` within a name) as a test of a path of the context. */
 function dockerIgnored(patterns: string[]): (path: string) => boolean {
-  const res = patterns.map((p) => new RegExp(`^${p.replace(/^\/+|\/+$/g, '').replace(/[.+?^${}()|[\]\\]/g, '\\$&').replaceAll('*', '[^/]*')}(/.*)?$`));
+  const res = patterns.map(
+    (p) =>
+      new RegExp(
+        `^${p
+          .replace(/^\/+|\/+$/g, '')
+          .replace(/[.+?^${}()|[\]\\]/g, '\\$&')
+          .replaceAll('*', '[^/]*')}(/.*)?$`,
+      ),
+  );
   return (path) => res.some((re) => re.test(path.replace(/^\.\//, '').replace(/\/+$/, '')));
 }
 
@@ -105,7 +113,7 @@ const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string
 const tsconfig = JSON.parse(read('tsconfig.json')) as { compilerOptions: { outDir: string }; include: string[] };
 
 /** The roles' ports as the Dockerfile's environment leaves them. */
-let dockerEnv: Env = {};
+const dockerEnv: Env = {};
 
 t.test('Dockerfile: build, runtime stage, command, ports, user', async (t) => {
   const all = dockerInstructions(read('Dockerfile'));
@@ -135,16 +143,33 @@ t.test('Dockerfile: build, runtime stage, command, ports, user', async (t) => {
   }
 
   // Build steps: npm ci, then only scripts that exist.
-  t.ok(runs(build).some((r) => /\bnpm ci\b/.test(r)), 'the build stage runs npm ci');
-  t.ok(runs(build).some((r) => /\bnpm run build\b/.test(r)), 'the build stage runs npm run build');
+  t.ok(
+    runs(build).some((r) => /\bnpm ci\b/.test(r)),
+    'the build stage runs npm ci',
+  );
+  t.ok(
+    runs(build).some((r) => /\bnpm run build\b/.test(r)),
+    'the build stage runs npm run build',
+  );
   for (const r of all.filter((i) => i.op === 'RUN').map((i) => i.args)) {
     for (const m of r.matchAll(/\bnpm run (\S+)/g)) t.ok(pkg.scripts[m[1]!], `package.json has the script "${m[1]}"`);
   }
-  t.ok(runs(runtime).some((r) => /\bnpm ci\b.*--omit=dev/.test(r)), 'the runtime stage installs production dependencies only');
-  t.notOk(runs(runtime).some((r) => /\bnpm ci\b/.test(r) && !/--omit=dev/.test(r)), 'and no full install');
+  t.ok(
+    runs(runtime).some((r) => /\bnpm ci\b.*--omit=dev/.test(r)),
+    'the runtime stage installs production dependencies only',
+  );
+  t.notOk(
+    runs(runtime).some((r) => /\bnpm ci\b/.test(r) && !/--omit=dev/.test(r)),
+    'and no full install',
+  );
 
   // Every file the build copies exists and is in the build context.
-  const ignored = dockerIgnored(read('.dockerignore').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#')));
+  const ignored = dockerIgnored(
+    read('.dockerignore')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('#')),
+  );
   for (const c of all.filter((i) => i.op === 'COPY' && !i.args.includes('--from'))) {
     const parts = c.args.split(/\s+/);
     for (const src of parts.slice(0, -1)) {
@@ -162,7 +187,10 @@ t.test('Dockerfile: build, runtime stage, command, ports, user', async (t) => {
   }
   const entry = /new URL\('\.\.\/(dist\/[^']+)'/.exec(read('bin/ldbox.js'))?.[1];
   t.ok(entry && copiedDist.some((d) => entry.startsWith(`${d.replace(/^\/app\//, '')}/`)), `the runtime stage has ${entry}`);
-  t.ok(runtime.ins.some((i) => i.op === 'COPY' && /^bin\s/.test(i.args)), 'the runtime stage has bin/');
+  t.ok(
+    runtime.ins.some((i) => i.op === 'COPY' && /^bin\s/.test(i.args)),
+    'the runtime stage has bin/',
+  );
 
   // Command: node bin/ldbox.js <role>.
   const json = (op: string) => JSON.parse(runtime.ins.findLast((i) => i.op === op)?.args ?? 'null') as string[] | null;
@@ -189,7 +217,10 @@ t.test('Dockerfile: build, runtime stage, command, ports, user', async (t) => {
     served.add(c.port);
   }
   t.same([...exposed].sort(), [...served].sort(), 'EXPOSE lists the ports the roles serve by default');
-  t.notOk(runtime.ins.some((i) => i.op === 'HEALTHCHECK'), 'no HEALTHCHECK (the roles differ; compose and Kubernetes check each)');
+  t.notOk(
+    runtime.ins.some((i) => i.op === 'HEALTHCHECK'),
+    'no HEALTHCHECK (the roles differ; compose and Kubernetes check each)',
+  );
 });
 
 /** `${NAME…}` interpolations of a compose value. */
@@ -209,20 +240,28 @@ t.test('compose.yaml: NATS cluster, two of each role, settings, ports and health
   const storeDir = /jetstream\s*\{[^}]*store_dir:\s*(\S+)/.exec(conf)?.[1];
   t.ok(storeDir, 'JetStream on, with a store dir');
   t.match(conf, /\bauthorization\s*\{\s*token:\s*"\$\{NATS_TOKEN/, 'clients need the token');
-  t.match(conf, /cluster\s*\{[^]*authorization\s*\{[^}]*password:\s*"\$\{NATS_ROUTE_PASSWORD/, 'routes need a password');
-  const clusterPort = Number(/cluster\s*\{[^]*?port:\s*(\d+)/.exec(conf)?.[1]);
+  t.match(conf, /cluster\s*\{[\s\S]*authorization\s*\{[^}]*password:\s*"\$\{NATS_ROUTE_PASSWORD/, 'routes need a password');
+  const clusterPort = Number(/cluster\s*\{[\s\S]*?port:\s*(\d+)/.exec(conf)?.[1]);
   const clientPort = Number(/^port:\s*(\d+)/m.exec(conf)?.[1]);
   const routes = [...conf.matchAll(/"nats:\/\/route:\$\{NATS_ROUTE_PASSWORD\}@([\w-]+):(\d+)"/g)].map((m) => `${m[1]}:${m[2]}`);
   t.same(routes.sort(), nats.map(([n]) => `${n}:${clusterPort}`).sort(), 'routes name every node on the cluster port');
   const maxPayload = /max_payload:\s*(\d+)MB/.exec(conf);
-  t.ok(maxPayload && Number(maxPayload[1]) * 1e6 >= maxJobBytes(loadGatewayConfig({ LDBOX_ADMIN_TOKEN: 'x'.repeat(16), LDBOX_DATA_KEY: STAND_IN.LDBOX_DATA_KEY! }).maxBodyBytes), 'max_payload fits the default body limit');
+  t.ok(
+    maxPayload &&
+      Number(maxPayload[1]) * 1e6 >=
+        maxJobBytes(loadGatewayConfig({ LDBOX_ADMIN_TOKEN: 'x'.repeat(16), LDBOX_DATA_KEY: STAND_IN.LDBOX_DATA_KEY! }).maxBodyBytes),
+    'max_payload fits the default body limit',
+  );
   const volumes = new Set<string>();
   for (const [name, s] of nats) {
     const mounts = (s.volumes as string[]).filter((v) => v.endsWith(`:${storeDir}`)).map((v) => v.split(':')[0]!);
     t.equal(mounts.length, 1, `${name} keeps JetStream on a volume`);
     t.ok(compose.volumes && Object.hasOwn(compose.volumes, mounts[0]!), `${name}'s volume is declared`);
     volumes.add(mounts[0]!);
-    t.ok(s.configs.some((c: Obj) => c.source === 'nats_conf'), `${name} uses the config`);
+    t.ok(
+      s.configs.some((c: Obj) => c.source === 'nats_conf'),
+      `${name} uses the config`,
+    );
   }
   t.equal(volumes.size, 3, 'each node its own volume');
 
@@ -247,11 +286,14 @@ t.test('compose.yaml: NATS cluster, two of each role, settings, ports and health
     t.ok(m && Number(m[1]) === c.port && opsRoute(m[2]!) === 'readyz', `${name}: health check on /readyz of its port (${m?.[0]})`);
     for (const d of (s.depends_on ?? []) as string[]) t.ok(services[d], `${name}: depends on ${d}, a service`);
     t.ok(s.read_only === true && s.cap_drop?.includes('ALL'), `${name}: read-only, no capabilities`);
-    t.ok(Number.parseInt(String(s.stop_grace_period)) * 1000 > DEFAULT_CLOSE_TIMEOUT_MS, `${name}: stop grace period longer than the drain`);
+    t.ok(Number.parseInt(String(s.stop_grace_period), 10) * 1000 > DEFAULT_CLOSE_TIMEOUT_MS, `${name}: stop grace period longer than the drain`);
     byRole.set(role, [...(byRole.get(role) ?? []), [name, s, c]]);
     // The NATS settings: the seed list names every node on its client port, with auth.
     if (role !== 'runner') {
-      const seeds = env.NATS_URL!.split(',').map((u) => new URL(u)).map((u) => `${u.hostname}:${u.port}`);
+      const seeds = env
+        .NATS_URL!.split(',')
+        .map((u) => new URL(u))
+        .map((u) => `${u.hostname}:${u.port}`);
       t.same(seeds.sort(), nats.map(([n]) => `${n}:${clientPort}`).sort(), `${name}: NATS_URL lists every node`);
       t.ok(env.NATS_TOKEN, `${name}: authenticates to NATS`);
       t.ok(env.LDBOX_DATA_KEY_FILE ?? env.LDBOX_DATA_KEY, `${name}: has the data key`);
@@ -261,13 +303,19 @@ t.test('compose.yaml: NATS cluster, two of each role, settings, ports and health
   for (const [name, s] of byRole.get('gateway') ?? []) t.equal(s.environment.LDBOX_JOBS_REPLICAS, '3', `${name}: replicas 3`);
   const runners = byRole.get('runner') ?? [];
   for (const [name, s] of byRole.get('executor') ?? []) {
-    const urls = String(s.environment.LDBOX_RUNNER_URLS).split(',').map((u) => new URL(u));
+    const urls = String(s.environment.LDBOX_RUNNER_URLS)
+      .split(',')
+      .map((u) => new URL(u));
     t.same(urls.map((u) => `${u.hostname}:${u.port}`).sort(), runners.map(([n, , c]) => `${n}:${c.port}`).sort(), `${name}: calls every runner on its port`);
-    t.ok(runners.every(([, r]) => r.environment.LDBOX_RUNNER_TOKEN === s.environment.LDBOX_RUNNER_TOKEN), `${name}: the runners' token`);
+    t.ok(
+      runners.every(([, r]) => r.environment.LDBOX_RUNNER_TOKEN === s.environment.LDBOX_RUNNER_TOKEN),
+      `${name}: the runners' token`,
+    );
   }
   // Every variable Compose must be given is explained in the file's header.
   const header = text.slice(0, text.indexOf('\nname:'));
-  for (const v of new Set(interpolated(text).filter((v) => new RegExp(`\\$\\{${v}:\\?`).test(text)))) t.match(header, new RegExp(`\\b${v}=`), `the header says how to set ${v}`);
+  for (const v of new Set(interpolated(text).filter((v) => new RegExp(`\\$\\{${v}:\\?`).test(text))))
+    t.match(header, new RegExp(`\\b${v}=`), `the header says how to set ${v}`);
 });
 
 /** The named or numbered container port `ref` of `container`. */
@@ -297,13 +345,18 @@ t.test('kubernetes.yaml: Deployments, probes, Services, budgets, autoscaler', as
     const env: Env = {};
     for (const e of c.env as Obj[]) {
       t.ok(settingsOf(role).has(e.name), `${d.metadata.name}: ${role} reads ${e.name}`);
-      if (SECRET_SETTINGS.has(e.name)) t.ok(e.valueFrom?.secretKeyRef?.name && e.valueFrom.secretKeyRef.key && e.value === undefined, `${d.metadata.name}: ${e.name} from a Secret`);
+      if (SECRET_SETTINGS.has(e.name))
+        t.ok(e.valueFrom?.secretKeyRef?.name && e.valueFrom.secretKeyRef.key && e.value === undefined, `${d.metadata.name}: ${e.name} from a Secret`);
       else t.type(e.value, 'string', `${d.metadata.name}: ${e.name} is a string`);
       env[e.name] = e.value ?? 'from-secret';
     }
     const cfg = load(role, { ...Object.fromEntries(Object.entries(dockerEnv).filter(([k]) => settingsOf(role).has(k))), ...env });
     t.notOk(isLoopback(cfg.host), `${d.metadata.name}: binds a non-loopback address`);
-    t.same((c.ports as Obj[]).map((p) => p.containerPort), [cfg.port], `${d.metadata.name}: the container port is the one ${role} serves`);
+    t.same(
+      (c.ports as Obj[]).map((p) => p.containerPort),
+      [cfg.port],
+      `${d.metadata.name}: the container port is the one ${role} serves`,
+    );
     // Probes.
     const live = c.livenessProbe?.httpGet;
     t.ok(live && opsRoute(live.path) === 'healthz' && containerPort(c, live.port) === cfg.port, `${d.metadata.name}: liveness on /healthz of its port`);
@@ -317,13 +370,26 @@ t.test('kubernetes.yaml: Deployments, probes, Services, budgets, autoscaler', as
     // Resources, non-root, read-only.
     t.ok(c.resources?.requests?.cpu && c.resources.requests.memory && c.resources.limits?.memory, `${d.metadata.name}: requests and a memory limit`);
     t.ok(pod.securityContext?.runAsNonRoot === true && pod.securityContext.runAsUser > 0, `${d.metadata.name}: non-root`);
-    t.ok(c.securityContext?.readOnlyRootFilesystem === true && c.securityContext.allowPrivilegeEscalation === false, `${d.metadata.name}: read-only root, no escalation`);
+    t.ok(
+      c.securityContext?.readOnlyRootFilesystem === true && c.securityContext.allowPrivilegeEscalation === false,
+      `${d.metadata.name}: read-only root, no escalation`,
+    );
     const preStop = Number(c.lifecycle?.preStop?.exec?.command?.[1] ?? 0);
-    t.ok(pod.terminationGracePeriodSeconds * 1000 >= preStop * 1000 + DEFAULT_CLOSE_TIMEOUT_MS + 5000, `${d.metadata.name}: grace period covers preStop and the drain`);
+    t.ok(
+      pod.terminationGracePeriodSeconds * 1000 >= preStop * 1000 + DEFAULT_CLOSE_TIMEOUT_MS + 5000,
+      `${d.metadata.name}: grace period covers preStop and the drain`,
+    );
     if (role !== 'runner') {
-      const seeds = env.NATS_URL!.split(',').map((u) => new URL(u)).map((u) => `${u.hostname}:${u.port}`);
+      const seeds = env
+        .NATS_URL!.split(',')
+        .map((u) => new URL(u))
+        .map((u) => `${u.hostname}:${u.port}`);
       const replicas = values.config.cluster.replicas as number;
-      t.same(seeds, Array.from({ length: replicas }, (_, i) => `nats-${i}.nats-headless:${values.config.nats?.port ?? 4222}`), `${d.metadata.name}: NATS_URL lists the chart's pods`);
+      t.same(
+        seeds,
+        Array.from({ length: replicas }, (_, i) => `nats-${i}.nats-headless:${values.config.nats?.port ?? 4222}`),
+        `${d.metadata.name}: NATS_URL lists the chart's pods`,
+      );
       const secretRef = (c.env as Obj[]).find((e) => e.name === 'NATS_TOKEN')?.valueFrom?.secretKeyRef;
       t.same(secretRef, values.container.env.NATS_TOKEN.valueFrom.secretKeyRef, `${d.metadata.name}: the same NATS token as the chart`);
     }
@@ -360,7 +426,10 @@ t.test('kubernetes.yaml: Deployments, probes, Services, budgets, autoscaler', as
   const hpa = kind('HorizontalPodAutoscaler');
   t.equal(hpa.length, 1, 'one autoscaler');
   t.same(hpa[0]?.spec.scaleTargetRef, { apiVersion: 'apps/v1', kind: 'Deployment', name: deployments.get('runner')!.d.metadata.name }, 'it scales the runners');
-  t.ok(hpa[0]?.spec.metrics.some((m: Obj) => m.type === 'Resource' && m.resource.name === 'cpu'), 'on CPU');
+  t.ok(
+    hpa[0]?.spec.metrics.some((m: Obj) => m.type === 'Resource' && m.resource.name === 'cpu'),
+    'on CPU',
+  );
   t.ok(hpa[0]?.spec.minReplicas >= 2 && hpa[0]?.spec.maxReplicas > hpa[0]?.spec.minReplicas, 'between two and more');
 });
 
@@ -368,7 +437,7 @@ t.test('kubernetes.yaml: Deployments, probes, Services, budgets, autoscaler', as
 function natsChartValues(): Obj {
   const readme = read('README.md');
   const section = readme.slice(readme.indexOf('\n## Deploying'));
-  const block = /```yaml\n# nats-values\.yaml\n([^]*?)```/.exec(section)?.[1];
+  const block = /```yaml\n# nats-values\.yaml\n([\s\S]*?)```/.exec(section)?.[1];
   if (block === undefined) throw new Error('README, Deploying: no ```yaml block starting "# nats-values.yaml"');
   return parseYaml(block) as Obj;
 }

@@ -23,10 +23,11 @@ async function allExecutions(base: string, workflowId: string): Promise<any[]> {
 t.test('retries with one Idempotency-Key get one execution id and run once', async (t) => {
   const s = await stackFixture(t);
   const wf = await createFlow(s.base, [{ id: 'a', code: 'return data.input', input: { n: '{{trigger.output.body.n}}' } }]);
-  const replies = await Promise.all(
-    Array.from({ length: 5 }, () => hook(s.base, wf.id, { body: { n: 1 }, headers: { 'idempotency-key': 'order-42' } })),
+  const replies = await Promise.all(Array.from({ length: 5 }, () => hook(s.base, wf.id, { body: { n: 1 }, headers: { 'idempotency-key': 'order-42' } })));
+  t.same(
+    replies.map((r) => r.status),
+    [202, 202, 202, 202, 202],
   );
-  t.same(replies.map((r) => r.status), [202, 202, 202, 202, 202]);
   const ids = new Set(replies.map((r) => r.json.executionId));
   t.equal(ids.size, 1, 'one execution id for all retries');
   const ex = await waitForFinish(s.base, [...ids][0]!);
@@ -61,7 +62,12 @@ t.test('every accepted webhook runs exactly once, also when NATS restarts under 
   await restart;
   // The third wave starts once the gateway says it can store jobs again (a condition, not a pause).
   const readyBy = Date.now() + 30_000;
-  while ((await fetch(`${s.base}/readyz`).then((r) => r.status, () => 0)) !== 200) {
+  while (
+    (await fetch(`${s.base}/readyz`).then(
+      (r) => r.status,
+      () => 0,
+    )) !== 200
+  ) {
     if (Date.now() > readyBy) throw new Error('the gateway did not become ready after the NATS restart');
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -80,5 +86,9 @@ t.test('every accepted webhook runs exactly once, also when NATS restarts under 
   t.equal(executions.length, byId.size, 'no execution is listed twice');
   t.same([...byId.keys()].sort(), [...accepted.keys()].sort(), 'the executions are exactly the accepted webhooks: none lost, none extra');
   const wrong = executions.filter((e) => e.status !== 'EXECUTION_STATUS_SUCCEEDED' || e.nodes.length !== 1 || e.nodes[0].output.n !== accepted.get(e.id));
-  t.same(wrong.map((e) => `${e.id} ${e.status} ${e.error}`), [], 'each succeeded once with its own input');
+  t.same(
+    wrong.map((e) => `${e.id} ${e.status} ${e.error}`),
+    [],
+    'each succeeded once with its own input',
+  );
 });

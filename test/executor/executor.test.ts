@@ -21,7 +21,11 @@ t.test('a webhook runs its workflow: trigger body and query reach the nodes, tem
       },
       auth: { token: 's3cr3t-value' },
     },
-    { id: 'second', code: 'return { doubled: data.input.n * 2, from: data.input.label };', input: { n: '{{nodes.first.output.n}}', label: 'n={{nodes.first.output.n}}' } },
+    {
+      id: 'second',
+      code: 'return { doubled: data.input.n * 2, from: data.input.label };',
+      input: { n: '{{nodes.first.output.n}}', label: 'n={{nodes.first.output.n}}' },
+    },
   ]);
   const r = await hook(s.base, wf.id, { body: { user: { name: 'Ada', id: 7 }, count: 41 }, query: 'page=3&tag=a&tag=b' });
   t.equal(r.status, 202);
@@ -33,7 +37,11 @@ t.test('a webhook runs its workflow: trigger body and query reach the nodes, tem
   const [first, second] = ex.nodes;
   t.equal(first.id, 'first');
   t.equal(first.status, 'EXECUTION_STATUS_SUCCEEDED');
-  t.same(first.output.got, { whole: { name: 'Ada', id: 7 }, count: 41, text: 'hello Ada, page 3', tags: ['a', 'b'] }, 'whole-value templates keep their JSON type, embedded ones interpolate');
+  t.same(
+    first.output.got,
+    { whole: { name: 'Ada', id: 7 }, count: 41, text: 'hello Ada, page 3', tags: ['a', 'b'] },
+    'whole-value templates keep their JSON type, embedded ones interpolate',
+  );
   t.same(first.logs, [{ level: 'LOG_LEVEL_INFO', message: 'token is [REDACTED]' }], 'auth values are redacted in recorded logs');
   t.same(second.output, { doubled: 84, from: 'n=42' }, "a later node reads an earlier node's output");
   t.ok(ex.startedAt && ex.finishedAt && ex.createdAt, 'timings are recorded');
@@ -159,7 +167,11 @@ t.test('the executor serves /healthz, /readyz and /metrics with execution counts
   await waitForFinish(s.base, okId);
   // The record is final a moment before the executor counts the execution (it writes, then counts).
   let text = '';
-  await waitFor(async () => /ldbox_executor_executions_total\{outcome="succeeded"\} 1/.test((text = await (await fetch(`${base}/metrics`)).text())), 5000, 'counted');
+  await waitFor(
+    async () => /ldbox_executor_executions_total\{outcome="succeeded"\} 1/.test((text = await (await fetch(`${base}/metrics`)).text())),
+    5000,
+    'counted',
+  );
   t.match(text, /ldbox_executor_executions_total\{outcome="succeeded"\} 1/);
   t.match(text, /ldbox_executor_execute_seconds_count\{outcome="ok"\} 1/);
   t.match(text, /ldbox_executor_queue_depth\{state="pending"\} 0/);
@@ -183,9 +195,15 @@ t.test('executions list newest first through the control plane', async (t) => {
   for (const id of ids) await waitForFinish(s.base, id);
   const r = await rpc(s.base, 'ListExecutions', { workflowId: wf.id, pageSize: 2 });
   t.equal(r.status, 200);
-  t.same(r.json.executions.map((e: any) => e.id), [ids[2], ids[1]]);
+  t.same(
+    r.json.executions.map((e: any) => e.id),
+    [ids[2], ids[1]],
+  );
   t.ok(r.json.nextPageToken);
-  t.same(r.json.executions.map((e: any) => e.nodes[0].output), [{ i: 2 }, { i: 1 }]);
+  t.same(
+    r.json.executions.map((e: any) => e.nodes[0].output),
+    [{ i: 2 }, { i: 1 }],
+  );
 });
 
 async function pendingJobs(nc: import('@nats-io/transport-node').NatsConnection): Promise<number> {

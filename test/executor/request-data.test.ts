@@ -132,7 +132,12 @@ t.test('__proto__, constructor and prototype are plain keys from body to input t
     {
       id: 'echo',
       code: 'return { input: data.input, own: Object.keys(data.input.whole), protoIsData: Object.getPrototypeOf(data.input.whole) === Object.prototype }',
-      input: { whole: '{{trigger.output.body}}', picked: '{{trigger.output.body.__proto__.x}}', ctor: '{{trigger.output.body.constructor}}', q: '{{trigger.output.query.__proto__}}' },
+      input: {
+        whole: '{{trigger.output.body}}',
+        picked: '{{trigger.output.body.__proto__.x}}',
+        ctor: '{{trigger.output.body.constructor}}',
+        q: '{{trigger.output.query.__proto__}}',
+      },
     },
     { id: 'next', code: 'return Object.keys(data.input.prev)', input: { prev: '{{nodes.echo.output.input.whole}}' } },
   ]);
@@ -211,7 +216,9 @@ t.test('GetExecution and ListExecutions give __proto__, constructor and prototyp
   const asJson = (entries: Uint8Array, kind: 'struct' | 'value'): string =>
     JSON.stringify(
       valueEntriesToJson(
-        kind === 'value' ? fromBinary(ValueEntriesSchema, entries) : create(ValueEntriesSchema, { kind: { case: 'structValue', value: fromBinary(StructEntriesSchema, entries) } }),
+        kind === 'value'
+          ? fromBinary(ValueEntriesSchema, entries)
+          : create(ValueEntriesSchema, { kind: { case: 'structValue', value: fromBinary(StructEntriesSchema, entries) } }),
       ),
     );
   const checkBinary = (what: string, execution: Uint8Array): void => {

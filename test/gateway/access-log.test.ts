@@ -20,7 +20,13 @@ t.test('logs never hold a secret', async (t) => {
     },
   });
   const log = pino({ level: 'debug' }, sink);
-  const config = loadGatewayConfig({ LDBOX_GATEWAY_PORT: '0', LDBOX_ADMIN_TOKEN: ADMIN_TOKEN, NATS_URL: nats.url, LDBOX_MAX_BODY_BYTES: '65536', LDBOX_DATA_KEY: TEST_DATA_KEY });
+  const config = loadGatewayConfig({
+    LDBOX_GATEWAY_PORT: '0',
+    LDBOX_ADMIN_TOKEN: ADMIN_TOKEN,
+    NATS_URL: nats.url,
+    LDBOX_MAX_BODY_BYTES: '65536',
+    LDBOX_DATA_KEY: TEST_DATA_KEY,
+  });
   const gateway = await startGateway(config, log, { nats: { reconnectTimeWaitMs: 100, reconnectJitterMs: 50 } });
   t.teardown(() => gateway.close(2000));
   await waitFor(() => gateway.ready(), 10_000, 'ready');
@@ -47,6 +53,12 @@ t.test('logs never hold a secret', async (t) => {
     msg: 'webhook',
   });
   t.equal(entry.level, 20, 'an accepted webhook is logged at debug (the executor logs each execution at info)');
-  t.ok(lines.some((l) => l.includes('"code":"invalid_secret"') && l.includes('"level":30')), 'a refused one at info');
-  t.ok(lines.some((l) => l.includes('s%65cret=[REDACTED]') && l.includes('"code":"invalid_secret"')), 'the encoded name is scrubbed too');
+  t.ok(
+    lines.some((l) => l.includes('"code":"invalid_secret"') && l.includes('"level":30')),
+    'a refused one at info',
+  );
+  t.ok(
+    lines.some((l) => l.includes('s%65cret=[REDACTED]') && l.includes('"code":"invalid_secret"')),
+    'the encoded name is scrubbed too',
+  );
 });

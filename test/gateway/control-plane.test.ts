@@ -36,7 +36,9 @@ t.test('control plane', async (t) => {
     const wf = r.json.workflow;
     t.match(wf.id, /^wf_[0-9a-z]{20}$/);
     t.equal(wf.name, 'orders');
-    t.same(wf.nodes, [{ id: 'send', code: 'return 1', input: { to: '{{trigger.output.body.email}}' }, auth: { api_key: '[REDACTED]' }, limits: { timeoutMs: 1000 } }]);
+    t.same(wf.nodes, [
+      { id: 'send', code: 'return 1', input: { to: '{{trigger.output.body.email}}' }, auth: { api_key: '[REDACTED]' }, limits: { timeoutMs: 1000 } },
+    ]);
     t.equal(wf.rateLimitPerSecond, 7);
     t.equal(wf.webhook.url, `${base}/api/hooks/workflows/${wf.id}`);
     t.match(wf.webhook.secret, /^whsec_[A-Za-z0-9_-]{43}$/);
@@ -105,9 +107,16 @@ t.test('control plane', async (t) => {
     });
     await waitFor(async () => ((await rpc(base, 'ListExecutions', { workflowId: wf.id })).json.executions ?? []).length === 3, 3000, 'all three listed');
     const p1 = await rpc(base, 'ListExecutions', { workflowId: wf.id, pageSize: 2 });
-    t.same(p1.json.executions.map((e: any) => e.id), [ids[2], ids[1]], 'newest first');
+    t.same(
+      p1.json.executions.map((e: any) => e.id),
+      [ids[2], ids[1]],
+      'newest first',
+    );
     const p2 = await rpc(base, 'ListExecutions', { workflowId: wf.id, pageSize: 2, pageToken: p1.json.nextPageToken });
-    t.same(p2.json.executions.map((e: any) => e.id), [ids[0]]);
+    t.same(
+      p2.json.executions.map((e: any) => e.id),
+      [ids[0]],
+    );
     t.equal(p2.json.nextPageToken, undefined, 'last page');
     const nf = await rpc(base, 'GetExecution', { id: 'ex_' + '0'.repeat(26) });
     t.equal(nf.status, 404);
@@ -124,7 +133,11 @@ t.test('control plane', async (t) => {
     t.equal((await rpc(base, 'GetWorkspace', { name: 'new-ws' }, svc)).json.workspace.monthlyBudgetUnits, '500');
     const bad = await rpc(base, 'GetWorkspace', { name: '-bad' }, svc);
     t.equal(bad.status, 400);
-    t.same(bad.json, { code: 'invalid_argument', message: 'name must be tokens of A-Z a-z 0-9 _ - separated by single dots, starting with a letter or digit (no whitespace, * or >, no leading, trailing or double dot), got "-bad"' });
+    t.same(bad.json, {
+      code: 'invalid_argument',
+      message:
+        'name must be tokens of A-Z a-z 0-9 _ - separated by single dots, starting with a letter or digit (no whitespace, * or >, no leading, trailing or double dot), got "-bad"',
+    });
   });
 
   await t.test('healthz, readyz, metrics', async (t) => {

@@ -59,9 +59,16 @@ t.test('NATS killed mid-traffic: 503 while down, no 202 without a stored job, 20
   const stored = await jobsOf(t, nats.url, wf.id);
   const storedIds = new Set(stored.map((j) => j.job.executionId));
   const accepted = [before, ...answers, after!].filter((r) => r.status === 202).map((r) => r.json.executionId as string);
-  t.same(accepted.filter((id) => !storedIds.has(id)), [], `every 202 (${accepted.length}) has its job in the stream`);
+  t.same(
+    accepted.filter((id) => !storedIds.has(id)),
+    [],
+    `every 202 (${accepted.length}) has its job in the stream`,
+  );
   t.equal(stored.length, storedIds.size, 'no job twice');
-  t.notOk(stored.some((j) => j.job.trigger.body.n === 'down'), 'the 503 request was not queued');
+  t.notOk(
+    stored.some((j) => j.job.trigger.body.n === 'down'),
+    'the 503 request was not queued',
+  );
 });
 
 t.test('a full stream answers 503 queue_full; a refused publish 500', async (t) => {
@@ -86,7 +93,13 @@ t.test('a full stream answers 503 queue_full; a refused publish 500', async (t) 
 
 t.test('a gateway started before NATS: not ready, 503, then 202 once NATS is up', async (t) => {
   const port = await freePort();
-  const config = loadGatewayConfig({ LDBOX_GATEWAY_PORT: '0', LDBOX_ADMIN_TOKEN: ADMIN_TOKEN, NATS_URL: `nats://127.0.0.1:${port}`, LDBOX_MAX_BODY_BYTES: '65536', LDBOX_DATA_KEY: TEST_DATA_KEY });
+  const config = loadGatewayConfig({
+    LDBOX_GATEWAY_PORT: '0',
+    LDBOX_ADMIN_TOKEN: ADMIN_TOKEN,
+    NATS_URL: `nats://127.0.0.1:${port}`,
+    LDBOX_MAX_BODY_BYTES: '65536',
+    LDBOX_DATA_KEY: TEST_DATA_KEY,
+  });
   const gateway = await startGateway(config, silentLogger(), { nats: { reconnectTimeWaitMs: 100, reconnectJitterMs: 50, connectTimeoutMs: 500 } });
   t.teardown(() => gateway.close(2000));
   const base = `http://127.0.0.1:${gateway.port}`;

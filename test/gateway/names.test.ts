@@ -62,7 +62,10 @@ t.test('names over the control plane', async (t) => {
         r.json,
         {
           code: 'invalid_argument',
-          message: bad === '' ? 'nodes[0].id is required' : `nodes[0].id must be 1 to 64 characters of A-Z a-z 0-9 _ -, starting with a letter or _, got ${JSON.stringify(bad)}`,
+          message:
+            bad === ''
+              ? 'nodes[0].id is required'
+              : `nodes[0].id must be 1 to 64 characters of A-Z a-z 0-9 _ -, starting with a letter or _, got ${JSON.stringify(bad)}`,
         },
         JSON.stringify(bad),
       );
@@ -76,7 +79,11 @@ t.test('names over the control plane', async (t) => {
       t.equal(create.json.workflow.workspace, good);
       const list = await rpc(base, 'ListWorkflows', { workspace: good });
       t.equal(list.status, 200);
-      t.same(list.json.workflows.map((w: { id: string }) => w.id), [create.json.workflow.id], `ListWorkflows ${good}`);
+      t.same(
+        list.json.workflows.map((w: { id: string }) => w.id),
+        [create.json.workflow.id],
+        `ListWorkflows ${good}`,
+      );
       const set = await rpc(base, 'SetWorkspaceBudget', { name: good, monthlyBudgetUnits: '7' }, WORKSPACES);
       t.equal(set.status, 200, `SetWorkspaceBudget ${good}: ${set.text}`);
       const get = await rpc(base, 'GetWorkspace', { name: good }, WORKSPACES);

@@ -68,7 +68,7 @@ t.test('gateway transport limits', async (t) => {
     req.destroy();
   });
 
-  t.test('twenty whole gzip bombs without the admin token at once: each 401, the gateway\'s memory bounded', async (t) => {
+  t.test("twenty whole gzip bombs without the admin token at once: each 401, the gateway's memory bounded", async (t) => {
     // Each 60 MiB of JSON as ~60 KiB of gzip (under the 64 KiB read before an unauthenticated connection
     // is closed). Decompressed and parsed before the token check, twenty took a gateway from 418 MB to 2 GB.
     const bomb = gzipSync(Buffer.alloc(60 * 1024 * 1024, 'a'));
@@ -117,7 +117,11 @@ t.test('gateway transport limits', async (t) => {
 
   t.test("Node's fetch sees the 413 of an oversized webhook, not EPIPE", async (t) => {
     // 20 MiB, twenty times the limit: far more than socket buffers hold while the answer is on its way.
-    const sized = await fetch(`${base}${hookPath}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"x":"${'a'.repeat(20 * LIMIT)}"}` });
+    const sized = await fetch(`${base}${hookPath}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: `{"x":"${'a'.repeat(20 * LIMIT)}"}`,
+    });
     t.equal(sized.status, 413, 'declared length over the limit');
     t.equal(((await sized.json()) as { error: { code: string } }).error.code, 'payload_too_large');
     const chunk = new TextEncoder().encode('a'.repeat(16 * 1024));
@@ -134,7 +138,12 @@ t.test('gateway transport limits', async (t) => {
         }
       },
     });
-    const chunked = await fetch(`${base}${hookPath}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: stream, duplex: 'half' } as RequestInit);
+    const chunked = await fetch(`${base}${hookPath}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: stream,
+      duplex: 'half',
+    } as RequestInit);
     t.equal(chunked.status, 413, 'a chunked body that passes the limit');
     await chunked.arrayBuffer();
   });
@@ -184,6 +193,9 @@ t.test('gateway transport limits', async (t) => {
     t.equal(line.level, 30, 'info');
     t.notOk(JSON.stringify(line).includes('"stack"'), 'no stack');
     // (Lines before it include the start-up error that nats-server's max_payload is below 1 MiB + envelope.)
-    t.notOk(lines.slice(before).some((l) => JSON.parse(l).level >= 50), 'nothing at error level');
+    t.notOk(
+      lines.slice(before).some((l) => JSON.parse(l).level >= 50),
+      'nothing at error level',
+    );
   });
 });

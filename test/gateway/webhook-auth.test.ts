@@ -83,12 +83,16 @@ t.test('webhook authentication', async (t) => {
     const secret: string = wf.webhook.secret;
     const toQuery = await rpc(base, 'SetWebhookAuthMethod', { workflowId: wf.id, authMethod: 'AUTH_METHOD_QUERY_PARAMETER' });
     t.equal(toQuery.status, 200);
-    t.same(toQuery.json.webhook, {
-      webhookId: wf.webhook.webhookId,
-      url: `${base}/api/hooks/workflows/${wf.id}`,
-      authMethod: 'AUTH_METHOD_QUERY_PARAMETER',
-      hasSecret: true,
-    }, 'no new secret shown: the existing one is kept');
+    t.same(
+      toQuery.json.webhook,
+      {
+        webhookId: wf.webhook.webhookId,
+        url: `${base}/api/hooks/workflows/${wf.id}`,
+        authMethod: 'AUTH_METHOD_QUERY_PARAMETER',
+        hasSecret: true,
+      },
+      'no new secret shown: the existing one is kept',
+    );
     t.equal((await hook(base, wf.id, { query: `secret=${secret}` })).status, 202, 'the same secret works in the query');
     missing(t, await hook(base, wf.id, { headers: { 'x-webhook-secret': secret } }), QUERY);
 

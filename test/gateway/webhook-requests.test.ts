@@ -14,7 +14,12 @@ import { createWorkflow, gatewayFixture, hook, jobsOf, rpc } from './harness.js'
 const LIMIT = 64 * 1024;
 
 /** A raw request: the answer arrives while the body is (not) sent; `closed` tells whether the server hung up. */
-function rawPost(port: number, path: string, headers: Record<string, string>, send: (req: http.ClientRequest) => void): Promise<{ status: number; body: string; closed: boolean }> {
+function rawPost(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  send: (req: http.ClientRequest) => void,
+): Promise<{ status: number; body: string; closed: boolean }> {
   return new Promise((resolve, reject) => {
     const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', headers, agent: false });
     req.on('error', (err) => reject(err));
@@ -102,8 +107,12 @@ t.test('webhook requests', async (t) => {
       t.equal(r.status, 400, code);
       t.same(r.json, { error: { code, message } });
     };
-    await bad({ 'content-type': 'text/plain' }, 'hi', 'unsupported_content_type',
-      'unsupported Content-Type "text/plain": send a JSON object (application/json) or a form (application/x-www-form-urlencoded)');
+    await bad(
+      { 'content-type': 'text/plain' },
+      'hi',
+      'unsupported_content_type',
+      'unsupported Content-Type "text/plain": send a JSON object (application/json) or a form (application/x-www-form-urlencoded)',
+    );
     await bad({ 'content-type': 'application/json' }, '[1,2]', 'body_not_object', 'request body must be a JSON object, got an array');
     await bad({ 'content-type': 'application/json' }, '"s"', 'body_not_object', 'request body must be a JSON object, got a string');
     await bad({ 'content-type': 'application/json' }, 'null', 'body_not_object', 'request body must be a JSON object, got null');
@@ -117,9 +126,13 @@ t.test('webhook requests', async (t) => {
   await t.test('413 for an oversized body, without reading it all', async (t) => {
     const path = `/api/hooks/workflows/${wf.id}?${q()}`;
     // Content-Length over the limit: the answer comes before any body byte is sent.
-    const declared = await rawPost(gateway.port, path, { 'content-type': 'application/json', 'content-length': String(LIMIT * 100) }, (req) => req.flushHeaders());
+    const declared = await rawPost(gateway.port, path, { 'content-type': 'application/json', 'content-length': String(LIMIT * 100) }, (req) =>
+      req.flushHeaders(),
+    );
     t.equal(declared.status, 413);
-    t.same(JSON.parse(declared.body), { error: { code: 'payload_too_large', message: `request body of ${LIMIT * 100} bytes is over the limit of ${LIMIT} bytes` } });
+    t.same(JSON.parse(declared.body), {
+      error: { code: 'payload_too_large', message: `request body of ${LIMIT * 100} bytes is over the limit of ${LIMIT} bytes` },
+    });
     t.equal(declared.closed, true, 'Connection: close (the rest is not read)');
     // Chunked: refused once past the limit, while the client is still sending.
     const chunk = Buffer.alloc(16 * 1024, 0x20);
@@ -156,8 +169,15 @@ t.test('webhook requests', async (t) => {
     t.same(new Set(burst.map((r) => r.status)), new Set([202]));
     t.equal(new Set(burst.map((r) => r.json.executionId)).size, 1, 'one execution id for the burst');
     const jobs = await jobsOf(t, nats.url, w.id);
-    t.same(jobs.map((j) => j.job.trigger.body.n), [1, 2, 3], 'one job per key');
-    t.same(jobs.map((j) => j.job.executionId), [first.json.executionId, other.json.executionId, burst[0]!.json.executionId]);
+    t.same(
+      jobs.map((j) => j.job.trigger.body.n),
+      [1, 2, 3],
+      'one job per key',
+    );
+    t.same(
+      jobs.map((j) => j.job.executionId),
+      [first.json.executionId, other.json.executionId, burst[0]!.json.executionId],
+    );
 
     const bad = await hook(base, w.id, { headers: { 'idempotency-key': 'k'.repeat(256) }, body: {} });
     t.equal(bad.status, 400);
@@ -168,7 +188,10 @@ t.test('webhook requests', async (t) => {
     const w = await createWorkflow(base, { authMethod: 'AUTH_METHOD_NONE', rateLimitPerSecond: 2 });
     const rs = [];
     for (let i = 0; i < 3; i++) rs.push(await hook(base, w.id, { body: {} }));
-    t.same(rs.map((r) => r.status), [202, 202, 429]);
+    t.same(
+      rs.map((r) => r.status),
+      [202, 202, 429],
+    );
     t.equal(rs[2]!.headers.get('retry-after'), '1');
     t.same(rs[2]!.json, { error: { code: 'rate_limited', message: `workflow ${w.id} is limited to 2 requests per second` } });
     t.equal((await jobsOf(t, nats.url, w.id)).length, 2);
@@ -189,7 +212,9 @@ t.test('webhook requests', async (t) => {
     await waitFor(async () => (await hook(base, w.id, { body: {} })).status === 429, 3000, 'cap seen by the gateway');
     const r = await hook(base, w.id, { body: {} });
     t.equal(r.status, 429);
-    t.same(r.json, { error: { code: 'spending_cap_reached', message: 'workspace capped has spent its monthly budget: webhooks are refused until the next month (UTC)' } });
+    t.same(r.json, {
+      error: { code: 'spending_cap_reached', message: 'workspace capped has spent its monthly budget: webhooks are refused until the next month (UTC)' },
+    });
     const want = Math.ceil((nextMonthStart(new Date()).getTime() - Date.now()) / 1000);
     const got = Number(r.headers.get('retry-after'));
     t.ok(Math.abs(got - want) <= 2, `Retry-After ${got} s ≈ ${want} s to the next month`);

@@ -84,7 +84,11 @@ t.test('a workflow whose node input and auth hold __proto__, constructor and pro
 
   /** An application/proto call; the response message bytes. */
   const proto = async (method: string, bytes: Uint8Array): Promise<Uint8Array> => {
-    const res = await fetch(url(method), { method: 'POST', headers: { 'content-type': 'application/proto', authorization: `Bearer ${ADMIN_TOKEN}` }, body: new Uint8Array(bytes) });
+    const res = await fetch(url(method), {
+      method: 'POST',
+      headers: { 'content-type': 'application/proto', authorization: `Bearer ${ADMIN_TOKEN}` },
+      body: new Uint8Array(bytes),
+    });
     const out = new Uint8Array(await res.arrayBuffer());
     t.equal(res.status, 200, `${method} over application/proto`, { body: res.status === 200 ? '' : Buffer.from(out).toString() });
     return out;
@@ -93,7 +97,11 @@ t.test('a workflow whose node input and auth hold __proto__, constructor and pro
   /** CreateWorkflow sent as `variant`; the Workflow message of the answer, as bytes (binary) or JSON. */
   const createAs = async (variant: Variant): Promise<{ id: string; json?: any; bytes?: Uint8Array }> => {
     if (variant === 'json') {
-      const res = await fetch(url('CreateWorkflow'), { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` }, body: createJson(variant) });
+      const res = await fetch(url('CreateWorkflow'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+        body: createJson(variant),
+      });
       const text = await res.text();
       t.equal(res.status, 200, text);
       t.notMatch(text, /__proto__[0-9a-f]{32}/, 'no stand-in key leaks');
@@ -105,7 +113,11 @@ t.test('a workflow whose node input and auth hold __proto__, constructor and pro
       const frame = Buffer.alloc(5 + message.length);
       frame.writeUInt32BE(message.length, 1);
       frame.set(message, 5);
-      const res = await fetch(url('CreateWorkflow'), { method: 'POST', headers: { 'content-type': 'application/grpc-web+proto', authorization: `Bearer ${ADMIN_TOKEN}` }, body: frame });
+      const res = await fetch(url('CreateWorkflow'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/grpc-web+proto', authorization: `Bearer ${ADMIN_TOKEN}` },
+        body: frame,
+      });
       const body = Buffer.from(await res.arrayBuffer());
       t.equal(res.status, 200);
       t.equal(body[0], 0, 'a data frame first', { body: body[0] === 0 ? '' : body.toString() });
@@ -157,12 +169,21 @@ t.test('a workflow whose node input and auth hold __proto__, constructor and pro
       t.equal(got.status, 200, 'GetWorkflow over JSON', { body: got.status === 200 ? '' : got.text });
       t.notMatch(got.text, /__proto__[0-9a-f]{32}/, 'no stand-in key leaks');
       checkJson('GetWorkflow', got.json.workflow);
-      checkBinary('GetWorkflow', fieldsOf(await proto('GetWorkflow', toBinary(GetWorkflowRequestSchema, create(GetWorkflowRequestSchema, { id: made.id }))), 1)[0]!);
+      checkBinary(
+        'GetWorkflow',
+        fieldsOf(await proto('GetWorkflow', toBinary(GetWorkflowRequestSchema, create(GetWorkflowRequestSchema, { id: made.id }))), 1)[0]!,
+      );
 
       const list = await rpc(s.base, 'ListWorkflows', { workspace: 'ws', pageSize: 500 });
       t.equal(list.status, 200, 'ListWorkflows over JSON', { body: list.status === 200 ? '' : list.text });
-      checkJson('ListWorkflows', list.json.workflows.find((w: any) => w.id === made.id));
-      const listBytes = await proto('ListWorkflows', toBinary(ListWorkflowsRequestSchema, create(ListWorkflowsRequestSchema, { workspace: 'ws', pageSize: 500 })));
+      checkJson(
+        'ListWorkflows',
+        list.json.workflows.find((w: any) => w.id === made.id),
+      );
+      const listBytes = await proto(
+        'ListWorkflows',
+        toBinary(ListWorkflowsRequestSchema, create(ListWorkflowsRequestSchema, { workspace: 'ws', pageSize: 500 })),
+      );
       const at = fromBinary(ListWorkflowsResponseSchema, listBytes).workflows.findIndex((w) => w.id === made.id);
       t.ok(at >= 0, 'listed');
       checkBinary('ListWorkflows', fieldsOf(listBytes, 1)[at]!);

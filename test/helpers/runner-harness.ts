@@ -91,7 +91,6 @@ export async function startTestRunner(env: Record<string, string> = {}): Promise
   };
 }
 
-
 /** The grpc-js ServiceError a call ends with; undefined when it succeeded. */
 export async function grpcError(p: Promise<unknown>): Promise<grpc.ServiceError | undefined> {
   try {

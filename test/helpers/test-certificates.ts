@@ -32,8 +32,21 @@ const EC = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes
 
 function makeCa(dir: string, name: string): void {
   openssl(dir, [
-    'req', '-x509', ...EC, '-keyout', `${name}.key`, '-out', `${name}.crt`, '-subj', `/CN=${name}`, '-days', '2',
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
+    'req',
+    '-x509',
+    ...EC,
+    '-keyout',
+    `${name}.key`,
+    '-out',
+    `${name}.crt`,
+    '-subj',
+    `/CN=${name}`,
+    '-days',
+    '2',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
   ]);
 }
 
@@ -41,8 +54,22 @@ function makeLeaf(dir: string, name: string, ca: string, cn: string, extensions:
   writeFileSync(join(dir, `${name}.ext`), extensions);
   openssl(dir, ['req', ...EC, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${cn}`]);
   openssl(dir, [
-    'x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.crt`, '-CAkey', `${ca}.key`, '-set_serial', String(Date.now()),
-    '-days', '2', '-out', `${name}.crt`, '-extfile', `${name}.ext`,
+    'x509',
+    '-req',
+    '-in',
+    `${name}.csr`,
+    '-CA',
+    `${ca}.crt`,
+    '-CAkey',
+    `${ca}.key`,
+    '-set_serial',
+    String(Date.now()),
+    '-days',
+    '2',
+    '-out',
+    `${name}.crt`,
+    '-extfile',
+    `${name}.ext`,
   ]);
 }
 

@@ -30,7 +30,11 @@ function fakeResponse(): { res: OpsResponse; written: Written; ended: Promise<vo
   return { res, written, ended };
 }
 
-const JSON_HEADERS = (body: string) => ({ 'cache-control': 'no-store', 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(body)) });
+const JSON_HEADERS = (body: string) => ({
+  'cache-control': 'no-store',
+  'content-type': 'application/json; charset=utf-8',
+  'content-length': String(Buffer.byteLength(body)),
+});
 
 t.test('healthz, readyz (ready and not), metrics; other requests are left to the role', async (t) => {
   let ready = true;

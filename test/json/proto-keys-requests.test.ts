@@ -33,7 +33,14 @@ t.test('JSON: the fields that lost a key come back from the text, the rest stays
 });
 
 t.test('binary: read again as entries; a singular Struct sent twice is merged as protobuf merges it', async (t) => {
-  const req = create(CreateWorkflowRequestSchema, { name: 'n', workspace: 'w', nodes: [{ id: 'a', code: 'x' }, { id: 'b', code: 'y', input: { k: 1 } }] });
+  const req = create(CreateWorkflowRequestSchema, {
+    name: 'n',
+    workspace: 'w',
+    nodes: [
+      { id: 'a', code: 'x' },
+      { id: 'b', code: 'y', input: { k: 1 } },
+    ],
+  });
   const no = NodeSchema.field.input!.number;
   req.nodes[0]!.$unknown = [structUnknownField(no, { first: true }), structUnknownField(no, JSON.parse(INPUT))];
   const bytes = toBinary(CreateWorkflowRequestSchema, req);

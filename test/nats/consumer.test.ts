@@ -185,7 +185,10 @@ t.test('concurrency: jobs are spread over the slots; stop waits for jobs in flig
   });
   await waitFor(() => done.length === 12, 5000, 'all done');
   t.equal(maxRunning, 4, 'four at a time');
-  t.same([...done].sort((a, b) => a - b), Array.from({ length: 12 }, (_, i) => i + 1));
+  t.same(
+    [...done].sort((a, b) => a - b),
+    Array.from({ length: 12 }, (_, i) => i + 1),
+  );
   const t0 = Date.now();
   await loop.close();
   t.ok(Date.now() - t0 < 500, `stop does not wait out the pending pulls (${Date.now() - t0} ms)`);

@@ -39,12 +39,20 @@ async function roundTrip(t: Test, natsOpts: NatsServerOptions, natsEnv: (n: Test
   const done = await waitForFinish(s.base, r.json.executionId);
   t.equal(done.status, 'EXECUTION_STATUS_SUCCEEDED');
   t.same(done.nodes[0].output, { doubled: 42 });
-  t.ok(logs.some((l) => l.includes('NATS connected')), 'the roles logged their connection');
+  t.ok(
+    logs.some((l) => l.includes('NATS connected')),
+    'the roles logged their connection',
+  );
   for (const secret of secrets) t.notOk(logs.join('').includes(secret), 'no credential in the logs');
 }
 
 t.test('user and password in NATS_URL', async (t) => {
-  await roundTrip(t, { args: ['--user', 'ldbox-app', '--pass', PASSWORD] }, (n) => ({ NATS_URL: `nats://ldbox-app:${encodeURIComponent(PASSWORD)}@127.0.0.1:${n.port}` }), [PASSWORD, encodeURIComponent(PASSWORD)]);
+  await roundTrip(
+    t,
+    { args: ['--user', 'ldbox-app', '--pass', PASSWORD] },
+    (n) => ({ NATS_URL: `nats://ldbox-app:${encodeURIComponent(PASSWORD)}@127.0.0.1:${n.port}` }),
+    [PASSWORD, encodeURIComponent(PASSWORD)],
+  );
 });
 
 t.test('NATS_TOKEN', async (t) => {
@@ -73,10 +81,31 @@ t.test('TLS: tls://, NATS_CA and a client certificate the server verifies', asyn
     ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', f(`${name}.key`), '-out', f(`${name}.csr`), '-subj', `/CN=${name}`);
     const extFile = f(`${name}.ext`);
     execFileSync('bash', ['-c', `printf '%s\\n' "$1" > "$2"`, '_', ext, extFile]);
-    ssl('x509', '-req', '-in', f(`${name}.csr`), '-CA', f('ca.pem'), '-CAkey', f('ca.key'), '-CAcreateserial', '-out', f(`${name}.pem`), '-days', '1', '-extfile', extFile);
+    ssl(
+      'x509',
+      '-req',
+      '-in',
+      f(`${name}.csr`),
+      '-CA',
+      f('ca.pem'),
+      '-CAkey',
+      f('ca.key'),
+      '-CAcreateserial',
+      '-out',
+      f(`${name}.pem`),
+      '-days',
+      '1',
+      '-extfile',
+      extFile,
+    );
   }
   const args = ['--tls', '--tlscert', f('server.pem'), '--tlskey', f('server.key'), '--tlscacert', f('ca.pem'), '--tlsverify'];
-  await roundTrip(t, { args }, (n) => ({ NATS_URL: `tls://127.0.0.1:${n.port}`, NATS_CA: f('ca.pem'), NATS_CERT: f('client.pem'), NATS_KEY: f('client.key') }), []);
+  await roundTrip(
+    t,
+    { args },
+    (n) => ({ NATS_URL: `tls://127.0.0.1:${n.port}`, NATS_CA: f('ca.pem'), NATS_CERT: f('client.pem'), NATS_KEY: f('client.key') }),
+    [],
+  );
 
   // Without the client certificate the server refuses the handshake.
   const n = await startNatsServer({ args });
@@ -91,7 +120,12 @@ t.test('servers with credentials refuse unauthenticated clients; a wrong passwor
 
   const wrong = 'wrong-hunter2-password';
   const logs: string[] = [];
-  const config = loadGatewayConfig({ LDBOX_DATA_KEY: TEST_DATA_KEY, LDBOX_GATEWAY_PORT: '0', LDBOX_ADMIN_TOKEN: ADMIN_TOKEN, NATS_URL: `nats://ldbox-app:${wrong}@127.0.0.1:${n.port}` });
+  const config = loadGatewayConfig({
+    LDBOX_DATA_KEY: TEST_DATA_KEY,
+    LDBOX_GATEWAY_PORT: '0',
+    LDBOX_ADMIN_TOKEN: ADMIN_TOKEN,
+    NATS_URL: `nats://ldbox-app:${wrong}@127.0.0.1:${n.port}`,
+  });
   const gateway = await startGateway(config, capture(logs), { nats: { reconnectTimeWaitMs: 100, reconnectJitterMs: 50, connectTimeoutMs: 1000 } });
   t.teardown(() => gateway.close(500));
   await waitFor(() => logs.some((l) => l.includes('NATS refused the credentials')), 10_000, 'the refusal logged');

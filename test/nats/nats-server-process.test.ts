@@ -70,10 +70,9 @@ t.test('a server that cannot start: the error says so, with its output, and noth
   const dir = t.testdir({});
   const taken = await startNatsServerProcess({ dir: join(dir, 'a'), storeDir: join(dir, 'a', 'data') });
   t.teardown(() => taken.stop());
-  await t.rejects(
-    startNatsServerProcess({ dir: join(dir, 'b'), storeDir: join(dir, 'b', 'data'), port: taken.port, logFile: join(dir, 'b.log') }),
-    { message: new RegExp(`^nats-server exited at start \\(exit code 1\\); see ${join(dir, 'b.log')}:\\n[\\s\\S]*address already in use`) },
-  );
+  await t.rejects(startNatsServerProcess({ dir: join(dir, 'b'), storeDir: join(dir, 'b', 'data'), port: taken.port, logFile: join(dir, 'b.log') }), {
+    message: new RegExp(`^nats-server exited at start \\(exit code 1\\); see ${join(dir, 'b.log')}:\\n[\\s\\S]*address already in use`),
+  });
   await t.rejects(startNatsServerProcess({ dir, storeDir: join(dir, 'c'), bin: join(dir, 'no-such-binary') }), {
     message: /^nats-server exited at start \(could not start: spawn .*no-such-binary ENOENT\)/,
   });

@@ -46,7 +46,10 @@ t.test('kill -9 mid-publish: fast `unavailable`, reconnecting state, then self-r
   const results = await Promise.all(inFlight);
   t.ok(Date.now() - killedAt < 2500, `every in-flight publish answered (${Date.now() - killedAt} ms after the kill), none hangs`);
   const acked = results.filter((r): r is Extract<PublishResult, { ok: true }> => r.ok);
-  t.ok(results.every((r) => r.ok || r.error === 'unavailable'), `in-flight publishes: acked or unavailable (${acked.length} acked, ${results.length - acked.length} unavailable)`);
+  t.ok(
+    results.every((r) => r.ok || r.error === 'unavailable'),
+    `in-flight publishes: acked or unavailable (${acked.length} acked, ${results.length - acked.length} unavailable)`,
+  );
   // (How many acks were still outstanding at the kill varies: the kernel still delivers acks the server
   // wrote before dying. Publishes answered `unavailable` may have been stored: hence msgID de-dup.)
 

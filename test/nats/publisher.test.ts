@@ -18,7 +18,10 @@ t.test('publish waits for the PubAck: ok with increasing seqs; concurrent publis
   t.same(await pub.publish(jobSubject('wf1'), job(2)), { ok: true, stream: 'JOBS', seq: 2, duplicate: false });
 
   const many = await Promise.all(Array.from({ length: 2000 }, (_, i) => pub.publish(jobSubject('wf2'), job(i))));
-  t.ok(many.every((r) => r.ok), '2000 concurrent publishes acked');
+  t.ok(
+    many.every((r) => r.ok),
+    '2000 concurrent publishes acked',
+  );
   const seqs = new Set(many.map((r) => (r.ok ? r.seq : 0)));
   t.equal(seqs.size, 2000, 'each got its own seq (acks matched to the right publish)');
   t.equal(pub.pending, 0, 'nothing left pending');
@@ -72,7 +75,10 @@ t.test('a full stream (max_bytes) refuses with `full`', async (t) => {
   const firstRefusal = results.findIndex((r) => !r.ok);
   t.ok(firstRefusal > 0, 'some accepted, then refused');
   t.match(results[firstRefusal], { ok: false, error: 'full', message: 'maximum bytes exceeded', errCode: 10077 });
-  t.ok(results.slice(firstRefusal).every((r) => !r.ok && r.error === 'full'), 'all later ones refused too');
+  t.ok(
+    results.slice(firstRefusal).every((r) => !r.ok && r.error === 'full'),
+    'all later ones refused too',
+  );
 });
 
 t.test('too large: over the stream max_msg_size (10054) or over the server max_payload (not sent)', async (t) => {
@@ -80,7 +86,12 @@ t.test('too large: over the stream max_msg_size (10054) or over the server max_p
   await ensureJobsStream(jsm, { maxMsgSize: 1024 });
   const pub = new JobPublisher(client);
   t.teardown(() => pub.close());
-  t.match(await pub.publish(jobSubject('wf'), new Uint8Array(2000)), { ok: false, error: 'too_large', errCode: 10054, message: /message size exceeds maximum/ });
+  t.match(await pub.publish(jobSubject('wf'), new Uint8Array(2000)), {
+    ok: false,
+    error: 'too_large',
+    errCode: 10054,
+    message: /message size exceeds maximum/,
+  });
   const overPayload = await pub.publish(jobSubject('wf'), new Uint8Array(1024 * 1024 + 1));
   t.match(overPayload, { ok: false, error: 'too_large', message: /exceeds the NATS max_payload of 1048576/ });
   t.equal((await jsm.streams.info('JOBS')).state.messages, 0);

@@ -36,7 +36,10 @@ t.test('JOBS stream: work queue, file storage, discard new, dedup window; ensure
 
   // Three processes starting at once.
   const infos = await Promise.all([1, 2, 3].map(() => ensureJobsStream(jsm, { maxMsgs: 50, maxBytes: 64 * MiB, duplicateWindowMs: 60_000 })));
-  t.ok(infos.every((i) => i.config.max_msgs === 50), 'concurrent ensures agree');
+  t.ok(
+    infos.every((i) => i.config.max_msgs === 50),
+    'concurrent ensures agree',
+  );
 });
 
 t.test('an existing stream of the wrong retention is refused with a clear message', async (t) => {

@@ -66,8 +66,14 @@ t.test('the flag table hands out cleared slots and takes them back', async (t) =
   table.give(a.slot);
   const again = table.take()!;
   t.equal(again.slot, a.slot);
-  t.ok(again.flag.every((v) => v === 0), 'a reused slot starts cleared');
-  t.ok(b.flag.every((v) => v === 0), 'its neighbour is untouched');
+  t.ok(
+    again.flag.every((v) => v === 0),
+    'a reused slot starts cleared',
+  );
+  t.ok(
+    b.flag.every((v) => v === 0),
+    'its neighbour is untouched',
+  );
 });
 
 t.test('only the placement a flag names starts the call', async (t) => {

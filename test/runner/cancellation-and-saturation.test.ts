@@ -15,13 +15,8 @@ import { startTestRunner, type TestRunner, connectError, grpcError } from '../he
 const runner = await startTestRunner();
 t.teardown(() => runner.close());
 
-
 /** Polls GetPoolStatus until `predicate` holds (up to `ms`, room for a loaded machine); returns the last status. */
-async function eventually(
-  on: TestRunner,
-  predicate: (s: GetPoolStatusResponse) => boolean,
-  ms = 10_000,
-): Promise<GetPoolStatusResponse> {
+async function eventually(on: TestRunner, predicate: (s: GetPoolStatusResponse) => boolean, ms = 10_000): Promise<GetPoolStatusResponse> {
   const until = performance.now() + ms;
   let s = await on.grpc.getPoolStatus();
   while (!predicate(s) && performance.now() < until) {
@@ -142,7 +137,12 @@ t.test('concurrent calls each get their own input', async (t) => {
   const before = counters(await runner.grpc.getPoolStatus());
   const calls = Array.from({ length: 16 }, (_, i) => {
     // Long enough for all 8 sandboxes to be seen busy together on a loaded machine.
-    const req = { code: 'await ld.wait(1000);\nreturn {i: data.input.i, twice: data.input.i * 2, secret: data.auth.k === "key-" + data.input.i}', input: { i }, auth: { k: `key-${i}` }, requestId: `c-${i}` };
+    const req = {
+      code: 'await ld.wait(1000);\nreturn {i: data.input.i, twice: data.input.i * 2, secret: data.auth.k === "key-" + data.input.i}',
+      input: { i },
+      auth: { k: `key-${i}` },
+      requestId: `c-${i}`,
+    };
     return i % 2 === 0 ? runner.grpc.execute(req) : runner.connect.execute(req);
   });
   const mid = await eventually(runner, (s) => s.busy === 8 && s.queued === 8, 5000);
@@ -152,7 +152,10 @@ t.test('concurrent calls each get their own input', async (t) => {
     results.map((r) => [r.requestId, resultOf(r), r.error]),
     Array.from({ length: 16 }, (_, i) => [`c-${i}`, { i, twice: i * 2, secret: true }, undefined]),
   );
-  t.ok(results.slice(8).some((r) => (r.stats?.queueTimeMs ?? 0) > 100), 'the later calls report their time in the queue');
+  t.ok(
+    results.slice(8).some((r) => (r.stats?.queueTimeMs ?? 0) > 100),
+    'the later calls report their time in the queue',
+  );
   const after = await eventually(runner, (s) => s.busy === 0 && s.queued === 0);
   t.same(counters(after), { ...before, completed: before.completed + 16 });
 });
@@ -189,10 +192,7 @@ t.test('pool saturation', async (t) => {
     'three completed; the two refused calls count as failed',
   );
   t.ok((drained.latency?.maxMs ?? 0) >= 4000, `the slowest call waited and ran (${Math.round(drained.latency?.maxMs ?? 0)} ms)`);
-  t.ok(
-    (drained.latency?.p50Ms ?? 0) <= (drained.latency?.p90Ms ?? 0) && (drained.latency?.p90Ms ?? 0) <= (drained.latency?.maxMs ?? 0),
-    'p50 <= p90 <= max',
-  );
+  t.ok((drained.latency?.p50Ms ?? 0) <= (drained.latency?.p90Ms ?? 0) && (drained.latency?.p90Ms ?? 0) <= (drained.latency?.maxMs ?? 0), 'p50 <= p90 <= max');
 
   const again = await small.grpc.execute({ code: 'return 5' });
   t.equal(resultOf(again), 5, 'calls succeed again');

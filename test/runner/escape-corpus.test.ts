@@ -118,7 +118,11 @@ const code = (c: string, extra: RequestExtras = {}): ExecuteInit => ({ code: c, 
 /** Asserts a user-code error of exactly this kind and name (and message, when given). */
 function expectError(t: Test, o: Outcome, kind: keyof typeof ErrorKind, name: string, message?: string | RegExp): void {
   const actual = { rpc: o.rpc, kind: o.kind, name: o.name, hasResult: o.result !== undefined };
-  t.strictSame(actual, { rpc: null, kind, name, hasResult: false }, `${kind} ${name} (got ${JSON.stringify({ ...actual, message: o.message?.slice(0, 300) })})`);
+  t.strictSame(
+    actual,
+    { rpc: null, kind, name, hasResult: false },
+    `${kind} ${name} (got ${JSON.stringify({ ...actual, message: o.message?.slice(0, 300) })})`,
+  );
   if (typeof message === 'string') t.equal(o.message, message, 'error message');
   else if (message instanceof RegExp) t.match(o.message ?? '', message, 'error message');
 }
@@ -156,14 +160,23 @@ return {
   ld: typeof ld.log + ' ' + typeof ld.wait, input: data.input,
 };`;
 const PRISTINE: JsonValue = {
-  x: 'undefined', y: 'undefined', polluted: 'undefined', leak: 'undefined',
-  map: 'function', mapped: '2,4', push: true,
-  parse: 1, iterate: 3,
+  x: 'undefined',
+  y: 'undefined',
+  polluted: 'undefined',
+  leak: 'undefined',
+  map: 'function',
+  mapped: '2,4',
+  push: true,
+  parse: 1,
+  iterate: 3,
   // biome-ignore lint/suspicious/noThenProperty: the guest's typeof Promise.prototype.then, not a thenable
   then: 'function',
-  awaited: 7, str: '[object Object]', globalProto: true,
+  awaited: 7,
+  str: '[object Object]',
+  globalProto: true,
   codegen: CODEGEN_DISABLED,
-  ld: 'function function', input: { probe: 'pristine' },
+  ld: 'function function',
+  input: { probe: 'pristine' },
 };
 
 /** The runner still answers correctly through the same client, and the next sandbox is pristine. */
@@ -195,23 +208,86 @@ function returns(name: string, via: Via, init: ExecuteInit, value: JsonValue): v
 // ---------------------------------------------------------------------------------------------------
 
 throws('process is not defined', 'grpc', code('return process.env.HOME'), 'THROWN', 'ReferenceError', "'process' is not defined");
-throws('require is not defined', 'connect', code("return require('fs').readFileSync('/etc/passwd', 'utf8')"), 'THROWN', 'ReferenceError', "'require' is not defined");
-throws('dynamic import() fails', 'grpc', code("const fs = await import('fs'); return fs.readFileSync('/etc/passwd', 'utf8')"), 'THROWN', 'ReferenceError', "could not load module 'fs'");
-throws('dynamic import() of a data: URL fails', 'connect', code("return (await import('data:text/javascript,export default globalThis.process')).default"), 'THROWN', 'ReferenceError', "could not load module 'data:text/javascript,export default globalThis.process'");
+throws(
+  'require is not defined',
+  'connect',
+  code("return require('fs').readFileSync('/etc/passwd', 'utf8')"),
+  'THROWN',
+  'ReferenceError',
+  "'require' is not defined",
+);
+throws(
+  'dynamic import() fails',
+  'grpc',
+  code("const fs = await import('fs'); return fs.readFileSync('/etc/passwd', 'utf8')"),
+  'THROWN',
+  'ReferenceError',
+  "could not load module 'fs'",
+);
+throws(
+  'dynamic import() of a data: URL fails',
+  'connect',
+  code("return (await import('data:text/javascript,export default globalThis.process')).default"),
+  'THROWN',
+  'ReferenceError',
+  "could not load module 'data:text/javascript,export default globalThis.process'",
+);
 throws('static import is a syntax error', 'grpc', code("import fs from 'fs'; return 1"), 'SYNTAX', 'SyntaxError');
 throws('import.meta is a syntax error', 'connect', code('return import.meta.url'), 'SYNTAX', 'SyntaxError', 'import.meta only valid in module code');
-throws('globalThis.constructor.constructor', 'grpc', code("return globalThis.constructor.constructor('return process')()"), 'THROWN', 'TypeError', CODEGEN_DISABLED);
+throws(
+  'globalThis.constructor.constructor',
+  'grpc',
+  code("return globalThis.constructor.constructor('return process')()"),
+  'THROWN',
+  'TypeError',
+  CODEGEN_DISABLED,
+);
 throws('this.constructor.constructor', 'connect', code("return this.constructor.constructor('return this')()"), 'THROWN', 'TypeError', CODEGEN_DISABLED);
 throws('(function(){}).constructor', 'grpc', code("return (function(){}).constructor('return this')()"), 'THROWN', 'TypeError', CODEGEN_DISABLED);
-throws('AsyncFunction constructor', 'connect', code("const AF = (async function(){}).constructor; return await AF('return globalThis')()"), 'THROWN', 'TypeError', CODEGEN_DISABLED);
-throws('GeneratorFunction constructor', 'grpc', code("const GF = (function*(){}).constructor; return GF('yield globalThis')().next().value"), 'THROWN', 'TypeError', CODEGEN_DISABLED);
-throws('AsyncGeneratorFunction constructor', 'connect', code("const AGF = (async function*(){}).constructor; return (await AGF('yield globalThis')().next()).value"), 'THROWN', 'TypeError', CODEGEN_DISABLED);
-throws('Reflect.construct(Function, ...)', 'grpc', code("return Reflect.construct(Function, ['return globalThis'])()"), 'THROWN', 'TypeError', CODEGEN_DISABLED);
+throws(
+  'AsyncFunction constructor',
+  'connect',
+  code("const AF = (async function(){}).constructor; return await AF('return globalThis')()"),
+  'THROWN',
+  'TypeError',
+  CODEGEN_DISABLED,
+);
+throws(
+  'GeneratorFunction constructor',
+  'grpc',
+  code("const GF = (function*(){}).constructor; return GF('yield globalThis')().next().value"),
+  'THROWN',
+  'TypeError',
+  CODEGEN_DISABLED,
+);
+throws(
+  'AsyncGeneratorFunction constructor',
+  'connect',
+  code("const AGF = (async function*(){}).constructor; return (await AGF('yield globalThis')().next()).value"),
+  'THROWN',
+  'TypeError',
+  CODEGEN_DISABLED,
+);
+throws(
+  'Reflect.construct(Function, ...)',
+  'grpc',
+  code("return Reflect.construct(Function, ['return globalThis'])()"),
+  'THROWN',
+  'TypeError',
+  CODEGEN_DISABLED,
+);
 throws('eval is removed', 'connect', code("return eval('1+1')"), 'THROWN', 'ReferenceError', "'eval' is not defined");
 throws('indirect eval (0,eval)', 'grpc', code("return (0, eval)('this')"), 'THROWN', 'ReferenceError', "'eval' is not defined");
 throws('new Function', 'connect', code("return new Function('return globalThis')()"), 'THROWN', 'TypeError', CODEGEN_DISABLED);
 throws('Function.prototype.constructor', 'grpc', code("return Function.prototype.constructor('return 1')()"), 'THROWN', 'TypeError', CODEGEN_DISABLED);
-throws('Function constructor reached through a bound function', 'connect', code("return Function.prototype.bind.call(Math.max).constructor('return 1')()"), 'THROWN', 'TypeError', CODEGEN_DISABLED);
+throws(
+  'Function constructor reached through a bound function',
+  'connect',
+  code("return Function.prototype.bind.call(Math.max).constructor('return 1')()"),
+  'THROWN',
+  'TypeError',
+  CODEGEN_DISABLED,
+);
 returns(
   'timers and host globals are absent',
   'grpc',
@@ -220,7 +296,14 @@ returns(
   ),
   ['undefined', 'undefined', 'undefined', 'undefined', 'undefined', 'undefined', 'undefined', 'undefined', 'undefined', 'undefined'],
 );
-throws('WebAssembly is absent', 'connect', code('return new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]))'), 'THROWN', 'ReferenceError', "'WebAssembly' is not defined");
+throws(
+  'WebAssembly is absent',
+  'connect',
+  code('return new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]))'),
+  'THROWN',
+  'ReferenceError',
+  "'WebAssembly' is not defined",
+);
 returns(
   'SharedArrayBuffer is plain memory and Atomics is absent',
   'grpc',
@@ -269,7 +352,13 @@ function hostErrorCase(name: string, via: Via, expr: string, errName: string, me
 hostErrorCase('ld.wait("x")', 'grpc', "ld.wait('x')", 'RangeError', 'ld.wait(ms) takes a number from 0 to 30000, got a string');
 hostErrorCase("atob('%%%')", 'connect', "atob('%%%')", 'TypeError', 'atob: the string is not valid base64');
 hostErrorCase("btoa('\\u0100')", 'grpc', "btoa('\\u0100')", 'TypeError', 'btoa: the string has characters outside Latin-1 (encode it first)');
-hostErrorCase("Buffer.from('s')", 'connect', "Buffer.from('s')", 'TypeError', 'Buffer.from takes an Array, Uint8Array or ArrayBuffer, got string (use atob for base64)');
+hostErrorCase(
+  "Buffer.from('s')",
+  'connect',
+  "Buffer.from('s')",
+  'TypeError',
+  'Buffer.from takes an Array, Uint8Array or ArrayBuffer, got string (use atob for base64)',
+);
 
 corpusCase("host functions' .constructor, .call.constructor, .__proto__.constructor lead to the tamed Function", 'grpc', async (t, via) => {
   const o = await exec(
@@ -304,7 +393,11 @@ corpusCase('uncaught host-function errors reach the client without host paths', 
     expectError(t, o, 'THROWN', name, message);
     t.equal(hostPathIn(`${o.message} ${o.stack}`), null, `${expr}: no host path in ${JSON.stringify(o.stack)}`);
     const frames = (o.stack ?? '').split('\n').filter((l) => l !== '');
-    t.strictSame(frames.filter((l) => !/^ {4}at (?:\S+ \()?user\.js:\d+:\d+\)?$/.test(l)), [], `${expr}: only the user's frames in the stack`);
+    t.strictSame(
+      frames.filter((l) => !/^ {4}at (?:\S+ \()?user\.js:\d+:\d+\)?$/.test(l)),
+      [],
+      `${expr}: only the user's frames in the stack`,
+    );
   }
 });
 
@@ -322,7 +415,14 @@ throws(
 // ---------------------------------------------------------------------------------------------------
 
 throws('Object.prototype.x = 1', 'connect', code('Object.prototype.x = 1; return ({}).x'), 'THROWN', 'TypeError', 'object is not extensible');
-throws('Array.prototype.push = ...', 'grpc', code('Array.prototype.push = function () { return 42 }; return [].push(1)'), 'THROWN', 'TypeError', "'push' is read-only");
+throws(
+  'Array.prototype.push = ...',
+  'grpc',
+  code('Array.prototype.push = function () { return 42 }; return [].push(1)'),
+  'THROWN',
+  'TypeError',
+  "'push' is read-only",
+);
 throws(
   'Object.defineProperty(Object.prototype, ...)',
   'connect',
@@ -332,7 +432,14 @@ throws(
   'object is not extensible',
 );
 throws('globalThis.__proto__ = ...', 'grpc', code('globalThis.__proto__ = { leak: 1 }; return leak'), 'THROWN', 'TypeError', 'object is not extensible');
-throws('Object.setPrototypeOf(globalThis, ...)', 'connect', code('Object.setPrototypeOf(globalThis, { leak: 1 }); return leak'), 'THROWN', 'TypeError', 'object is not extensible');
+throws(
+  'Object.setPrototypeOf(globalThis, ...)',
+  'connect',
+  code('Object.setPrototypeOf(globalThis, { leak: 1 }); return leak'),
+  'THROWN',
+  'TypeError',
+  'object is not extensible',
+);
 throws('JSON.__proto__ = ...', 'grpc', code('JSON.__proto__ = { stringify: () => "x" }; return 1'), 'THROWN', 'TypeError', 'object is not extensible');
 throws('delete Array.prototype.map', 'connect', code('delete Array.prototype.map; return typeof [].map'), 'THROWN', 'TypeError', 'could not delete property');
 throws('JSON.parse = ...', 'grpc', code('JSON.parse = () => ({ hijacked: true }); return 1'), 'THROWN', 'TypeError', "'parse' is read-only");
@@ -344,8 +451,22 @@ throws(
   'TypeError',
   "'Symbol.iterator' is read-only",
 );
-throws('Promise.prototype.then override', 'grpc', code('Promise.prototype.then = function () { return 1 }; return 1'), 'THROWN', 'TypeError', "'then' is read-only");
-throws('Object.prototype.toString = ...', 'connect', code("Object.prototype.toString = () => 'hijacked'; return String({})"), 'THROWN', 'TypeError', 'Cannot assign to read only property toString');
+throws(
+  'Promise.prototype.then override',
+  'grpc',
+  code('Promise.prototype.then = function () { return 1 }; return 1'),
+  'THROWN',
+  'TypeError',
+  "'then' is read-only",
+);
+throws(
+  'Object.prototype.toString = ...',
+  'connect',
+  code("Object.prototype.toString = () => 'hijacked'; return String({})"),
+  'THROWN',
+  'TypeError',
+  'Cannot assign to read only property toString',
+);
 throws(
   'redefining Function.prototype[Symbol.hasInstance]',
   'grpc',
@@ -357,7 +478,9 @@ throws(
 returns(
   'own overrides on instances still work (the override mistake is handled)',
   'connect',
-  code("const o = {}; o.toString = () => 'mine'; const e = new TypeError('m'); e.name = 'Custom'; return [String(o), e.name, Object.prototype.toString === ({}).toString]"),
+  code(
+    "const o = {}; o.toString = () => 'mine'; const e = new TypeError('m'); e.name = 'Custom'; return [String(o), e.name, Object.prototype.toString === ({}).toString]",
+  ),
   ['mine', 'Custom', true],
 );
 
@@ -396,7 +519,14 @@ corpusCase('a returned computed ["__proto__"] key does not pollute the host', 'c
   t.equal(({} as { polluted?: unknown }).polluted, undefined, 'the test process Object.prototype is not polluted');
 });
 
-throws('a getter that throws on the result', 'grpc', code("return { a: 1, get b() { throw new Error('boom') } }"), 'INVALID_RESULT', 'InvalidResultError', 'the returned value cannot be delivered: boom');
+throws(
+  'a getter that throws on the result',
+  'grpc',
+  code("return { a: 1, get b() { throw new Error('boom') } }"),
+  'INVALID_RESULT',
+  'InvalidResultError',
+  'the returned value cannot be delivered: boom',
+);
 returns('a Proxy as result is serialised through its traps', 'connect', code('return new Proxy({ a: 1 }, {})'), { a: 1 });
 throws(
   'a Proxy result whose get trap throws (on "then" while awaiting)',
@@ -416,19 +546,66 @@ corpusCase('an object inheriting from ArrayBuffer.prototype is plain data, not b
   const o = await exec(via, code('return Object.create(ArrayBuffer.prototype)'));
   expectResult(t, o, {});
 });
-throws('a toJSON that loops forever', 'connect', code('return { toJSON() { for (;;) {} } }', { limits: { timeoutMs: 200 } }), 'TIMEOUT', 'TimeoutError', 'the code ran longer than its 200 ms limit');
-throws('a thenable result whose then loops forever', 'grpc', code('return { then(resolve) { for (;;) {} } }', { limits: { timeoutMs: 200 } }), 'TIMEOUT', 'TimeoutError', 'the code ran longer than its 200 ms limit');
-throws('a Proxy result whose ownKeys trap loops forever', 'connect', code('return new Proxy({ a: 1 }, { ownKeys() { for (;;) {} } })', { limits: { timeoutMs: 200 } }), 'TIMEOUT', 'TimeoutError', 'the code ran longer than its 200 ms limit');
-throws('a circular result', 'grpc', code('const a = { b: {} }; a.b.a = a; return a'), 'INVALID_RESULT', 'InvalidResultError', 'the returned value cannot be delivered: circular reference');
-throws('a BigInt result', 'connect', code('return { n: 10n }'), 'INVALID_RESULT', 'InvalidResultError', /^the returned value cannot be delivered: a BigInt cannot .*\(at key "n"\)/);
-throws('a deeply nested result (1000 levels) is an invalid result, not an internal error', 'grpc', code('let a = []; for (let i = 0; i < 1000; i++) a = [a]; return a'), 'INVALID_RESULT', 'InvalidResultError');
+throws(
+  'a toJSON that loops forever',
+  'connect',
+  code('return { toJSON() { for (;;) {} } }', { limits: { timeoutMs: 200 } }),
+  'TIMEOUT',
+  'TimeoutError',
+  'the code ran longer than its 200 ms limit',
+);
+throws(
+  'a thenable result whose then loops forever',
+  'grpc',
+  code('return { then(resolve) { for (;;) {} } }', { limits: { timeoutMs: 200 } }),
+  'TIMEOUT',
+  'TimeoutError',
+  'the code ran longer than its 200 ms limit',
+);
+throws(
+  'a Proxy result whose ownKeys trap loops forever',
+  'connect',
+  code('return new Proxy({ a: 1 }, { ownKeys() { for (;;) {} } })', { limits: { timeoutMs: 200 } }),
+  'TIMEOUT',
+  'TimeoutError',
+  'the code ran longer than its 200 ms limit',
+);
+throws(
+  'a circular result',
+  'grpc',
+  code('const a = { b: {} }; a.b.a = a; return a'),
+  'INVALID_RESULT',
+  'InvalidResultError',
+  'the returned value cannot be delivered: circular reference',
+);
+throws(
+  'a BigInt result',
+  'connect',
+  code('return { n: 10n }'),
+  'INVALID_RESULT',
+  'InvalidResultError',
+  /^the returned value cannot be delivered: a BigInt cannot .*\(at key "n"\)/,
+);
+throws(
+  'a deeply nested result (1000 levels) is an invalid result, not an internal error',
+  'grpc',
+  code('let a = []; for (let i = 0; i < 1000; i++) a = [a]; return a'),
+  'INVALID_RESULT',
+  'InvalidResultError',
+);
 
 t.test('[grpc+connect] a result over LDBOX_MAX_RESULT_BYTES is refused whole, never truncated', async (t) => {
   const small = await startTestRunner({ LDBOX_MAX_RESULT_BYTES: '100000', LDBOX_POOL_SIZE: '1' });
   try {
     for (const via of ['grpc', 'connect'] as const) {
       const o = await exec(via, code("return 'x'.repeat(200000)"), { runner: small });
-      expectError(t, o, 'INVALID_RESULT', 'InvalidResultError', 'the returned value cannot be delivered: the result is 200002 bytes, over the limit of 100000 bytes');
+      expectError(
+        t,
+        o,
+        'INVALID_RESULT',
+        'InvalidResultError',
+        'the returned value cannot be delivered: the result is 200002 bytes, over the limit of 100000 bytes',
+      );
       t.equal(o.result, undefined, 'no (truncated) result is delivered');
       const ok = await exec(via, code("return 'y'.repeat(99000)"), { runner: small });
       t.strictSame({ rpc: ok.rpc, kind: ok.kind, length: typeof ok.result === 'string' ? ok.result.length : null }, { rpc: null, kind: null, length: 99000 });
@@ -444,7 +621,14 @@ t.test('[grpc+connect] a result over LDBOX_MAX_RESULT_BYTES is refused whole, ne
 // Thrown values
 // ---------------------------------------------------------------------------------------------------
 
-throws('a thrown object with a getter that loops forever', 'connect', code('throw { get x() { for (;;) {} } }', { limits: { timeoutMs: 200 } }), 'TIMEOUT', 'TimeoutError', 'the code ran longer than its 200 ms limit');
+throws(
+  'a thrown object with a getter that loops forever',
+  'connect',
+  code('throw { get x() { for (;;) {} } }', { limits: { timeoutMs: 200 } }),
+  'TIMEOUT',
+  'TimeoutError',
+  'the code ran longer than its 200 ms limit',
+);
 throws(
   'a thrown error whose name getter throws',
   'grpc',
@@ -500,8 +684,22 @@ throws(
   'the code used more than its 32 MiB memory limit',
 );
 // A length past QuickJS's maximum is refused before any allocation: a plain RangeError, as in any engine.
-throws('memory bomb: new Uint8Array(2**31)', 'connect', code('return new Uint8Array(2 ** 31).length', { limits: { memoryBytes: MEM_32 } }), 'THROWN', 'RangeError', 'invalid array buffer length');
-throws('memory bomb: new Uint8Array(2**31 - 1)', 'grpc', code('return new Uint8Array(2 ** 31 - 1).length', { limits: { memoryBytes: MEM_32 } }), 'MEMORY_LIMIT', 'MemoryLimitError', 'the code used more than its 32 MiB memory limit');
+throws(
+  'memory bomb: new Uint8Array(2**31)',
+  'connect',
+  code('return new Uint8Array(2 ** 31).length', { limits: { memoryBytes: MEM_32 } }),
+  'THROWN',
+  'RangeError',
+  'invalid array buffer length',
+);
+throws(
+  'memory bomb: new Uint8Array(2**31 - 1)',
+  'grpc',
+  code('return new Uint8Array(2 ** 31 - 1).length', { limits: { memoryBytes: MEM_32 } }),
+  'MEMORY_LIMIT',
+  'MemoryLimitError',
+  'the code used more than its 32 MiB memory limit',
+);
 throws(
   'memory bomb: object growth',
   'connect',
@@ -510,7 +708,14 @@ throws(
   'MemoryLimitError',
   'the code used more than its 32 MiB memory limit',
 );
-throws("ReDoS: /(a+)+$/.test('a'.repeat(40)+'b')", 'grpc', code("return /(a+)+$/.test('a'.repeat(40) + 'b')", { limits: { timeoutMs: 200 } }), 'TIMEOUT', 'TimeoutError', 'the code ran longer than its 200 ms limit');
+throws(
+  "ReDoS: /(a+)+$/.test('a'.repeat(40)+'b')",
+  'grpc',
+  code("return /(a+)+$/.test('a'.repeat(40) + 'b')", { limits: { timeoutMs: 200 } }),
+  'TIMEOUT',
+  'TimeoutError',
+  'the code ran longer than its 200 ms limit',
+);
 corpusCase('an endless log flood times out with its logs truncated', 'connect', async (t, via) => {
   const o = await exec(via, code("for (;;) ld.log('x'.repeat(1000))", { limits: { timeoutMs: 200 } }));
   expectError(t, o, 'TIMEOUT', 'TimeoutError', 'the code ran longer than its 200 ms limit');
@@ -644,25 +849,31 @@ const REACHABLE = `const reach = {
 corpusCase('call 1 cannot store anything on reachable objects; call 2 sees nothing of it', 'grpc', async (t, via) => {
   const first = await exec(
     via,
-    code(`${REACHABLE}
+    code(
+      `${REACHABLE}
 const wrote = [];
 for (const [n, o] of Object.entries(reach)) {
   try { o.leak = data.input.who; wrote.push(n + ' (assign)'); } catch {}
   try { Object.defineProperty(o, 'leak2', { value: data.input.who }); wrote.push(n + ' (define)'); } catch {}
 }
-return wrote;`, { input: { who: 'one' } }),
+return wrote;`,
+      { input: { who: 'one' } },
+    ),
   );
   expectResult(t, first, []);
   const second = await exec(
     via,
-    code(`${REACHABLE}
+    code(
+      `${REACHABLE}
 const seen = Object.entries(reach).filter(([, o]) => o.leak !== undefined || o.leak2 !== undefined).map(([n]) => n);
-return { seen, leak: typeof globalThis.leak, who: data.input.who };`, { input: { who: 'two' } }),
+return { seen, leak: typeof globalThis.leak, who: data.input.who };`,
+      { input: { who: 'two' } },
+    ),
   );
   expectResult(t, second, { seen: [], leak: 'undefined', who: 'two' });
 });
 
-corpusCase("a pending ld.wait of call 1 never reaches call 2", 'connect', async (t, via) => {
+corpusCase('a pending ld.wait of call 1 never reaches call 2', 'connect', async (t, via) => {
   const first = await exec(via, code("ld.wait(200).then(() => ld.log('late ' + data.input.who)); return data.input.who", { input: { who: 'one' } }));
   expectResult(t, first, 'one');
   t.strictSame(first.logs, [], 'call 1 ended before its wait');

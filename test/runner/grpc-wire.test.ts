@@ -12,7 +12,11 @@ import { ValueSchema } from '@bufbuild/protobuf/wkt';
 import { Code } from '@connectrpc/connect';
 import t from 'tap';
 import { ExecuteRequestSchema, ExecuteResponseSchema } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
-import { HealthCheckRequestSchema, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus as ServingStatus } from '../../src/gen/grpc/health/v1/health_pb.js';
+import {
+  HealthCheckRequestSchema,
+  HealthCheckResponseSchema,
+  HealthCheckResponse_ServingStatus as ServingStatus,
+} from '../../src/gen/grpc/health/v1/health_pb.js';
 import { type ExecuteInit, startTestRunner } from '../helpers/runner-harness.js';
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
@@ -96,7 +100,10 @@ t.test('a well-formed call: HEADERS, one message, grpc-status 0 in the trailers'
   t.equal(a.grpcStatus, 0);
   t.equal(a.body.readUInt32BE(1), a.body.length - 5, 'one length-prefixed message');
   t.equal(resultOf(a), 42);
-  const split = await request({}, [...frame(encode({ code: 'return 7' }))].map((b) => Uint8Array.of(b)));
+  const split = await request(
+    {},
+    [...frame(encode({ code: 'return 7' }))].map((b) => Uint8Array.of(b)),
+  );
   t.same([split.grpcStatus, resultOf(split)], [0, 7], 'a message sent one byte per DATA frame');
   const plus = await request({ 'content-type': 'application/grpc+proto' }, [frame(encode({ code: 'return 8' }))]);
   t.same([plus.grpcStatus, resultOf(plus)], [0, 8], 'application/grpc+proto');
@@ -104,15 +111,40 @@ t.test('a well-formed call: HEADERS, one message, grpc-status 0 in the trailers'
 
 t.test('hostile and malformed frames', async (t) => {
   const cases: [string, Uint8Array[], number, string | RegExp][] = [
-    ['a length over the limit', [frame(new Uint8Array(0), 0, MAX_MESSAGE + 1)], Code.ResourceExhausted, `the request message is ${MAX_MESSAGE + 1} bytes, over the limit of ${MAX_MESSAGE} bytes`],
-    ['a 4 GiB length', [frame(new Uint8Array(0), 0, 0xffffffff)], Code.ResourceExhausted, `the request message is ${0xffffffff} bytes, over the limit of ${MAX_MESSAGE} bytes`],
-    ['the compressed flag without grpc-encoding', [frame(encode({ code: 'return 1' }), 1)], Code.Internal, 'protocol error: the message is compressed, but no grpc-encoding was sent'],
+    [
+      'a length over the limit',
+      [frame(new Uint8Array(0), 0, MAX_MESSAGE + 1)],
+      Code.ResourceExhausted,
+      `the request message is ${MAX_MESSAGE + 1} bytes, over the limit of ${MAX_MESSAGE} bytes`,
+    ],
+    [
+      'a 4 GiB length',
+      [frame(new Uint8Array(0), 0, 0xffffffff)],
+      Code.ResourceExhausted,
+      `the request message is ${0xffffffff} bytes, over the limit of ${MAX_MESSAGE} bytes`,
+    ],
+    [
+      'the compressed flag without grpc-encoding',
+      [frame(encode({ code: 'return 1' }), 1)],
+      Code.Internal,
+      'protocol error: the message is compressed, but no grpc-encoding was sent',
+    ],
     ['unknown flags', [frame(encode({ code: 'return 1' }), 0x80)], Code.Internal, 'protocol error: unknown message flags 0x80'],
     ['no message at all', [], Code.InvalidArgument, 'protocol error: the request has no message'],
     ['a truncated header', [Uint8Array.of(0, 0, 0)], Code.InvalidArgument, 'protocol error: the request ended inside a message header (3 of 5 bytes)'],
     ['a truncated message', [frame(new Uint8Array(10), 0, 20)], Code.InvalidArgument, 'protocol error: the request ended inside its message (10 of 20 bytes)'],
-    ['two messages', [frame(encode({ code: 'return 1' })), frame(encode({ code: 'return 2' }))], Code.InvalidArgument, 'protocol error: a unary request must carry exactly one message, got more'],
-    ['bytes that are not an ExecuteRequest', [frame(Uint8Array.of(0x0a, 0xff, 0xff, 0xff))], Code.InvalidArgument, /^cannot decode ldbox\.runner\.v1\.ExecuteRequest: /],
+    [
+      'two messages',
+      [frame(encode({ code: 'return 1' })), frame(encode({ code: 'return 2' }))],
+      Code.InvalidArgument,
+      'protocol error: a unary request must carry exactly one message, got more',
+    ],
+    [
+      'bytes that are not an ExecuteRequest',
+      [frame(Uint8Array.of(0x0a, 0xff, 0xff, 0xff))],
+      Code.InvalidArgument,
+      /^cannot decode ldbox\.runner\.v1\.ExecuteRequest: /,
+    ],
     ['an empty ExecuteRequest', [frame(new Uint8Array(0))], Code.InvalidArgument, 'code is empty: send a JavaScript body that ends with `return`'],
   ];
   for (const [what, body, code, message] of cases) {
@@ -177,10 +209,9 @@ t.test('the streams the runner does not read itself still reach connect-node', a
   t.equal(toJson(ValueSchema, fromBinary(ExecuteResponseSchema, web.body.subarray(5, 5 + msgLength)).result!), 3, 'with the result');
   t.match(web.body.subarray(10 + msgLength).toString(), /grpc-status: ?0/, 'and grpc-status 0 in its trailer frame');
 
-  const health = await request(
-    { ':path': '/grpc.health.v1.Health/Check' },
-    [frame(toBinary(HealthCheckRequestSchema, create(HealthCheckRequestSchema, { service: '' })))],
-  );
+  const health = await request({ ':path': '/grpc.health.v1.Health/Check' }, [
+    frame(toBinary(HealthCheckRequestSchema, create(HealthCheckRequestSchema, { service: '' }))),
+  ]);
   t.equal(health.grpcStatus, 0);
   t.equal(fromBinary(HealthCheckResponseSchema, health.body.subarray(5)).status, ServingStatus.SERVING, 'health Check');
 
@@ -219,7 +250,10 @@ t.test('bearer token: refused on the headers, the body never read', async (t) =>
       stream.write(frame(new Uint8Array(0), 0, 1024 * 1024));
     });
   const refused = await call();
-  t.same([refused['grpc-status'], refused['grpc-message']], [String(Code.Unauthenticated), 'missing or wrong runner token (Authorization: Bearer <LDBOX_RUNNER_TOKEN>)']);
+  t.same(
+    [refused['grpc-status'], refused['grpc-message']],
+    [String(Code.Unauthenticated), 'missing or wrong runner token (Authorization: Bearer <LDBOX_RUNNER_TOKEN>)'],
+  );
   const wrong = await call(`Bearer ${'u'.repeat(32)}`);
   t.equal(wrong['grpc-status'], String(Code.Unauthenticated), 'a wrong token');
 });

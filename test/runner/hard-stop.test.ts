@@ -35,7 +35,11 @@ t.test('a hard stop re-runs the innocent, fails the rest with UNAVAILABLE and pa
   const stopped = await stuck;
   t.equal(stopped.error?.kind, ErrorKind.TIMEOUT);
   t.match(stopped.error?.message, /^the code ran longer than its 200 ms limit \(it was stuck in a built-in and its worker was stopped\)/);
-  t.same((await Promise.all(innocent)).map((r) => toJson(ValueSchema, r.result!)), [0, 7, 14], 'the calls that shared the worker were run again');
+  t.same(
+    (await Promise.all(innocent)).map((r) => toJson(ValueSchema, r.result!)),
+    [0, 7, 14],
+    'the calls that shared the worker were run again',
+  );
   const lost = await waiting;
   t.equal(lost?.code, grpc.status.UNAVAILABLE, 'the call that had started host work is UNAVAILABLE, not INTERNAL');
   t.match(lost?.details, /lost its sandbox worker .* after it had started host work/);

@@ -7,10 +7,7 @@ import { FileDescriptorProtoSchema } from '@bufbuild/protobuf/wkt';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import * as grpc from '@grpc/grpc-js';
 import t from 'tap';
-import {
-  createHealthStatus,
-  registerHealthService,
-} from '../../runner/server/health-service.js';
+import { createHealthStatus, registerHealthService } from '../../runner/server/health-service.js';
 import { registerReflectionService } from '../../runner/server/reflection-service.js';
 import {
   type HealthCheckResponse,
@@ -122,18 +119,10 @@ t.test('Watch streams the current status, then changes, until cancelled', async 
 });
 
 /** One ServerReflectionInfo stream of either version, asked one question at a time. */
-function reflectionStream<Req extends DescMessage, Res extends DescMessage>(
-  version: string,
-  requestSchema: Req,
-  responseSchema: Res,
-) {
+function reflectionStream<Req extends DescMessage, Res extends DescMessage>(version: string, requestSchema: Req, responseSchema: Res) {
   const request = codec(requestSchema);
   const response = codec(responseSchema);
-  const call = client.makeBidiStreamRequest(
-    `/grpc.reflection.${version}.ServerReflection/ServerReflectionInfo`,
-    request.serialize,
-    response.deserialize,
-  );
+  const call = client.makeBidiStreamRequest(`/grpc.reflection.${version}.ServerReflection/ServerReflectionInfo`, request.serialize, response.deserialize);
   const responses: AsyncIterator<MessageShape<Res>> = call[Symbol.asyncIterator]();
   return {
     async ask(init: MessageInitShape<Req>): Promise<MessageShape<Res>> {
@@ -202,11 +191,7 @@ for (const { version, request, response } of versions) {
       ['google/protobuf/struct.proto'],
       'an imported message resolves to its own file',
     );
-    t.same(
-      fileNames(await ask({ case: 'fileByFilename', value: 'grpc/health/v1/health.proto' })),
-      ['grpc/health/v1/health.proto'],
-      'file_by_filename',
-    );
+    t.same(fileNames(await ask({ case: 'fileByFilename', value: 'grpc/health/v1/health.proto' })), ['grpc/health/v1/health.proto'], 'file_by_filename');
     t.equal(errorCode(await ask({ case: 'fileContainingSymbol', value: 'ldbox.Nope' })), 5, 'unknown symbol: NOT_FOUND');
     t.equal(errorCode(await ask({ case: 'fileByFilename', value: 'nope.proto' })), 5, 'unknown file: NOT_FOUND');
     const numbers = await ask({ case: 'allExtensionNumbersOfType', value: 'ldbox.runner.v1.ExecuteRequest' });

@@ -30,7 +30,6 @@ const runner = await startTestRunner({
 });
 t.teardown(() => runner.close());
 
-
 /** Asserts that `req` is refused with INVALID_ARGUMENT and `message`, through both clients. */
 async function refused(t: Test, req: ExecuteInit, message: string, what = '', on: TestRunner = runner): Promise<void> {
   const [g, c] = await Promise.all([grpcError(on.grpc.execute(req)), connectError(on.connect.execute(req))]);
@@ -75,16 +74,8 @@ t.test('limits.timeoutMs above the maximum', async (t) => {
 });
 
 t.test('limits.memoryBytes outside 4 MiB .. the maximum', async (t) => {
-  await refused(
-    t,
-    { code: 'return 1', limits: { memoryBytes: BigInt(64 * MiB + 1) } },
-    'limits.memoryBytes must be at most 67108864, got 67108865',
-  );
-  await refused(
-    t,
-    { code: 'return 1', limits: { memoryBytes: BigInt(4 * MiB - 1) } },
-    'limits.memoryBytes must be at least 4194304, got 4194303',
-  );
+  await refused(t, { code: 'return 1', limits: { memoryBytes: BigInt(64 * MiB + 1) } }, 'limits.memoryBytes must be at most 67108864, got 67108865');
+  await refused(t, { code: 'return 1', limits: { memoryBytes: BigInt(4 * MiB - 1) } }, 'limits.memoryBytes must be at least 4194304, got 4194303');
   await refused(t, { code: 'return 1', limits: { memoryBytes: 1n } }, 'limits.memoryBytes must be at least 4194304, got 1');
   for (const memoryBytes of [BigInt(4 * MiB), BigInt(64 * MiB)]) {
     const res = await accepted(t, { code: 'return 1', limits: { memoryBytes } });
@@ -139,10 +130,12 @@ t.test('the timeout limit is honoured', async (t) => {
   const started = performance.now();
   const res = await runner.grpc.execute({ code: 'while (true) {}', limits: { timeoutMs: 300 } });
   const took = performance.now() - started;
-  t.same(
-    res.error && { kind: res.error.kind, name: res.error.name, message: res.error.message, stack: res.error.stack },
-    { kind: ErrorKind.TIMEOUT, name: 'TimeoutError', message: 'the code ran longer than its 300 ms limit', stack: '' },
-  );
+  t.same(res.error && { kind: res.error.kind, name: res.error.name, message: res.error.message, stack: res.error.stack }, {
+    kind: ErrorKind.TIMEOUT,
+    name: 'TimeoutError',
+    message: 'the code ran longer than its 300 ms limit',
+    stack: '',
+  });
   t.equal(res.result, undefined, 'no result');
   t.ok(took >= 280 && took < 3000, `ended after about 300 ms (${Math.round(took)} ms)`);
 
@@ -163,10 +156,11 @@ t.test('the memory limit is honoured', async (t) => {
     code: 'const a = [];\nfor (let i = 0; i < 1000; i++) a.push("x".repeat(1024 * 1024) + i);\nreturn a.length',
     limits: { memoryBytes: BigInt(32 * MiB), timeoutMs: 5000 },
   });
-  t.same(
-    res.error && { kind: res.error.kind, name: res.error.name, message: res.error.message },
-    { kind: ErrorKind.MEMORY_LIMIT, name: 'MemoryLimitError', message: 'the code used more than its 32 MiB memory limit' },
-  );
+  t.same(res.error && { kind: res.error.kind, name: res.error.name, message: res.error.message }, {
+    kind: ErrorKind.MEMORY_LIMIT,
+    name: 'MemoryLimitError',
+    message: 'the code used more than its 32 MiB memory limit',
+  });
   t.equal(res.result, undefined, 'no result');
   const next = await runner.grpc.execute({ code: 'return [1, 2, 3].length' });
   t.same([next.error, next.result && toJson(ValueSchema, next.result)], [undefined, 3], 'the next call works');
@@ -208,11 +202,7 @@ t.test('bearer token', async (t) => {
     grpc.status.UNAUTHENTICATED,
     'the token without the Bearer scheme: 16',
   );
-  t.equal(
-    (await grpcError(guarded.grpc.getPoolStatus()))?.code,
-    grpc.status.UNAUTHENTICATED,
-    'GetPoolStatus needs the token too',
-  );
+  t.equal((await grpcError(guarded.grpc.getPoolStatus()))?.code, grpc.status.UNAUTHENTICATED, 'GetPoolStatus needs the token too');
   const res = await guarded.grpc.execute({ code: 'return 1' }, { metadata: withAuth(`Bearer ${token}`) });
   t.same(res.result && toJson(ValueSchema, res.result), 1, 'Authorization: Bearer <token> is let through');
   t.equal((await guarded.grpc.getPoolStatus(withAuth(`Bearer ${token}`))).workers, 2, 'GetPoolStatus with the token');

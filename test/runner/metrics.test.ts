@@ -143,7 +143,14 @@ t.test('refused, cancelled and busy calls', async (t) => {
   t.equal((await grpcError(small.grpc.execute({ code: 'return 3' })))?.code, grpc.status.RESOURCE_EXHAUSTED);
   await Promise.all([first, second]);
   const s = await outcomes(small);
-  t.same([s.busy, s.ok], [[1, 1], [2, 2]], 'RESOURCE_EXHAUSTED: busy; the two accepted calls: ok');
+  t.same(
+    [s.busy, s.ok],
+    [
+      [1, 1],
+      [2, 2],
+    ],
+    'RESOURCE_EXHAUSTED: busy; the two accepted calls: ok',
+  );
 });
 
 t.test('with LDBOX_RUNNER_TOKEN: /metrics stays open, refused calls count as rejected', async (t) => {

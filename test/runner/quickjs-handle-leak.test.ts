@@ -71,15 +71,32 @@ t.test('calls that return, throw, time out and move big values leave no handle, 
   const timersBefore = timers();
   const bigInput = JSON.stringify({ input: { rows: Array.from({ length: 20_000 }, (_, i) => ({ i, s: `row ${i}` })) }, auth: {} });
 
-  const kinds: { name: string; code: string; extra?: Partial<SandboxRequest>; times: number; expect: (out: Awaited<ReturnType<typeof runSandbox>>) => boolean }[] = [
+  const kinds: {
+    name: string;
+    code: string;
+    extra?: Partial<SandboxRequest>;
+    times: number;
+    expect: (out: Awaited<ReturnType<typeof runSandbox>>) => boolean;
+  }[] = [
     { name: 'a value', code: "return { a: [1, 'b', null], n: data.input.n }", times: 200, expect: (o) => o.resultJson === '{"a":[1,"b",null],"n":1}' },
     { name: 'host calls', code: "ld.log('x', data.auth); await ld.wait(0); return atob(btoa('hello'))", times: 200, expect: (o) => o.resultJson === '"hello"' },
     { name: 'a thrown error', code: "throw new TypeError('nope')", times: 200, expect: (o) => o.error?.kind === 'thrown' && o.error.name === 'TypeError' },
     { name: 'a syntax error', code: 'return 1 +', times: 100, expect: (o) => o.error?.kind === 'syntax' },
-    { name: 'a rejected promise', code: "await ld.wait(0); throw new RangeError('later')", times: 100, expect: (o) => o.error?.kind === 'thrown' && o.error.name === 'RangeError' },
+    {
+      name: 'a rejected promise',
+      code: "await ld.wait(0); throw new RangeError('later')",
+      times: 100,
+      expect: (o) => o.error?.kind === 'thrown' && o.error.name === 'RangeError',
+    },
     { name: 'a promise that never settles', code: 'await new Promise(() => {})', times: 50, expect: (o) => o.error !== undefined },
     { name: 'a timeout', code: 'for (;;) {}', extra: { timeoutMs: 30 }, times: 20, expect: (o) => o.error?.kind === 'timeout' },
-    { name: 'a timeout while waiting on the host', code: 'await ld.wait(30000)', extra: { timeoutMs: 30 }, times: 20, expect: (o) => o.error?.kind === 'timeout' },
+    {
+      name: 'a timeout while waiting on the host',
+      code: 'await ld.wait(30000)',
+      extra: { timeoutMs: 30 },
+      times: 20,
+      expect: (o) => o.error?.kind === 'timeout',
+    },
     { name: 'a big string', code: "return 'x'.repeat(4 << 20)", times: 20, expect: (o) => o.resultJson?.length === (4 << 20) + 2 },
     { name: 'big bytes', code: 'const a = new Uint8Array(2 << 20); a.fill(7); return a', times: 20, expect: (o) => (o.resultJson?.length ?? 0) > 2 << 20 },
     { name: 'a big input', code: 'return data.input.rows.length', extra: { dataJson: bigInput }, times: 20, expect: (o) => o.resultJson === '20000' },

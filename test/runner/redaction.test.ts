@@ -76,8 +76,16 @@ t.test('redactThenCap: the budget applies to the redacted text', async (t) => {
   t.equal(redactThenCap(r, `${secret} `.repeat(10), 60), `${'[REDACTED] '.repeat(4)}${TRUNCATED_END}`, 'several secrets');
   t.ok(redactThenCap(r, 'z'.repeat(500), 100).length <= 100, 'at most maxChars long');
   t.equal(redactThenCap(r, `ok ${secret.slice(0, 12)}`, 100, true), `ok ${TRUNCATED_END}`, 'cut short: a piece of a secret at the end is dropped');
-  t.equal(redactThenCap(r, `ok ${secret.slice(3, 12)}`, 100, true), `ok ${secret.slice(3, 12)}${TRUNCATED_END}`, 'cut short: an end that is no start of a secret stays');
-  t.equal(redactThenCap((s) => s, 'abcdef', 4), ' [truncated]', 'a budget below the marker gives the marker alone');
+  t.equal(
+    redactThenCap(r, `ok ${secret.slice(3, 12)}`, 100, true),
+    `ok ${secret.slice(3, 12)}${TRUNCATED_END}`,
+    'cut short: an end that is no start of a secret stays',
+  );
+  t.equal(
+    redactThenCap((s) => s, 'abcdef', 4),
+    ' [truncated]',
+    'a budget below the marker gives the marker alone',
+  );
 });
 
 t.test('LogBuffer redacts before it cuts', async (t) => {
@@ -136,7 +144,11 @@ t.test('through a runner', async (t) => {
   const request = await run(
     "try { await ld.request({ method: 'GET', url: 'http://127.0.0.1:1/' + encodeURIComponent(data.auth.url) + '/x' }); return 'no error'; } catch (e) { ld.log(e.message); return 1; }",
   );
-  t.same(request.logs, [['info', 'ld.request failed: connection refused (GET http://127.0.0.1:1/[REDACTED]/x)']], 'an URL-encoded secret in an ld.request error');
+  t.same(
+    request.logs,
+    [['info', 'ld.request failed: connection refused (GET http://127.0.0.1:1/[REDACTED]/x)']],
+    'an URL-encoded secret in an ld.request error',
+  );
 
   // Cut first (at 1012 characters), "tok-123" would show.
   const cut = await run("ld.log('x'.repeat(1005) + data.auth.token + 'y'.repeat(100));\nreturn 1;");

@@ -126,10 +126,7 @@ t.test('RESULT_KIND_FILES', async (t) => {
 
   t.test('an empty list and a value that is not a file', async (t) => {
     t.equal(await invalid(t, ResultKind.FILES, 'return {files: []}'), 'files must hold at least one file');
-    t.equal(
-      await invalid(t, ResultKind.FILES, "return 'nope'"),
-      'result must be a file object {fileName, mimeType, base64 | text}, got a string',
-    );
+    t.equal(await invalid(t, ResultKind.FILES, "return 'nope'"), 'result must be a file object {fileName, mimeType, base64 | text}, got a string');
   });
 });
 
@@ -180,10 +177,7 @@ t.test('RESULT_KIND_NATIVE_SEARCH', async (t) => {
       'a missing date, in the second item',
     );
     t.equal(await invalid(t, ResultKind.NATIVE_SEARCH, `return [${item("title: ''")}]`), 'result[0].title is required', 'an empty title');
-    t.equal(
-      await invalid(t, ResultKind.NATIVE_SEARCH, `return [${item('url: 5')}]`),
-      'result[0].url must be a string, got a number',
-    );
+    t.equal(await invalid(t, ResultKind.NATIVE_SEARCH, `return [${item('url: 5')}]`), 'result[0].url must be a string, got a number');
   });
 
   t.test('optional attributes without a value are left out', async (t) => {
@@ -192,10 +186,7 @@ t.test('RESULT_KIND_NATIVE_SEARCH', async (t) => {
       ResultKind.NATIVE_SEARCH,
       `return [${item('author: null, lastModifiedByUserId: undefined, parent: ""')}, ${item("author: {id: 'u1', name: 'Ann', imgUrl: ''}, parent: {id: 'p1', title: '', url: null, type: undefined, driveId: 'dr'}")}]`,
     );
-    t.same(json(res), [
-      normalisedItem,
-      { ...normalisedItem, author: { id: 'u1', name: 'Ann' }, parent: { id: 'p1', driveId: 'dr' } },
-    ]);
+    t.same(json(res), [normalisedItem, { ...normalisedItem, author: { id: 'u1', name: 'Ann' }, parent: { id: 'p1', driveId: 'dr' } }]);
   });
 
   t.test('lastModifiedByUserId missing id, name or date is absent', async (t) => {
@@ -265,11 +256,7 @@ t.test('RESULT_KIND_NATIVE_SEARCH', async (t) => {
       'result[0].lastSeenByUser is not a real calendar date: "2024-13-01"',
       'month 13',
     );
-    t.match(
-      await invalid(t, ResultKind.NATIVE_SEARCH, `return [${item("lastModifiedByAnyone: {}")}]`),
-      /^result\[0\]\.lastModifiedByAnyone /,
-      'an object',
-    );
+    t.match(await invalid(t, ResultKind.NATIVE_SEARCH, `return [${item('lastModifiedByAnyone: {}')}]`), /^result\[0\]\.lastModifiedByAnyone /, 'an object');
     // 30 February does not exist: it must be refused, not silently moved to 1 March.
     t.match(
       await invalid(t, ResultKind.NATIVE_SEARCH, `return [${item("createdDate: '2024-02-30'")}]`),

@@ -36,7 +36,10 @@ t.test(`a result ${MAX_RESULT_DEPTH} levels deep arrives; one level more is refu
 });
 
 t.test('a result of millions of empty objects is refused, and the runner answers the next call', async (t) => {
-  const many = await runner.grpc.execute({ code: 'return Array.from({ length: 2_500_000 }, () => ({}))', limits: { memoryBytes: 512n * 1024n * 1024n, timeoutMs: 60_000 } });
+  const many = await runner.grpc.execute({
+    code: 'return Array.from({ length: 2_500_000 }, () => ({}))',
+    limits: { memoryBytes: 512n * 1024n * 1024n, timeoutMs: 60_000 },
+  });
   t.equal(many.error?.kind, ErrorKind.INVALID_RESULT, many.error?.message ?? 'refused');
   t.equal(
     many.error?.message,

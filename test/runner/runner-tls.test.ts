@@ -58,7 +58,11 @@ async function grpcFailure(p: Promise<unknown>): Promise<grpc.ServiceError> {
 }
 
 /** GET over HTTP/1.1 + TLS; resolves with status and body, rejects on a TLS failure. */
-function httpsGet(port: number, path: string, options: https.RequestOptions & { ALPNProtocols?: string[] }): Promise<{ status: number; alpn: string | false; body: string }> {
+function httpsGet(
+  port: number,
+  path: string,
+  options: https.RequestOptions & { ALPNProtocols?: string[] },
+): Promise<{ status: number; alpn: string | false; body: string }> {
   return new Promise((resolve, reject) => {
     const req = https.get({ host: '127.0.0.1', servername: 'localhost', port, path, agent: false, ...options }, (res) => {
       let body = '';
@@ -110,11 +114,15 @@ t.test('TLS: gRPC and Connect clients with the CA get through, without it fail v
 
   const clients = executorClients(runner.port, { ca: ca(certs) });
   const answer = await clients.execute({ code: 'return { via: "executor" }' }, { timeoutMs: 20_000 });
-  t.strictSame(answer.result, { via: 'executor' }, 'the executor\'s client over TLS with LDBOX_RUNNER_CA');
+  t.strictSame(answer.result, { via: 'executor' }, "the executor's client over TLS with LDBOX_RUNNER_CA");
 
   const err = await executorFailure(executorClients(runner.port, {}));
   t.type(err, RunnerUnavailableError, 'without the CA: the runner counts as unreachable');
-  t.equal(err.message, `no runner took the call: https://localhost:${runner.port}: TLS UNABLE_TO_VERIFY_LEAF_SIGNATURE unable to verify the first certificate`, 'a verification error');
+  t.equal(
+    err.message,
+    `no runner took the call: https://localhost:${runner.port}: TLS UNABLE_TO_VERIFY_LEAF_SIGNATURE unable to verify the first certificate`,
+    'a verification error',
+  );
 });
 
 t.test('TLS: /healthz and /metrics over HTTP/1.1 (ALPN http/1.1)', async (t) => {
@@ -125,7 +133,7 @@ t.test('TLS: /healthz and /metrics over HTTP/1.1 (ALPN http/1.1)', async (t) => 
   const metrics = await httpsGet(runner.port, '/metrics', { ca: ca(certs), ALPNProtocols: ['http/1.1'] });
   t.equal(metrics.status, 200, '/metrics');
   t.equal(metrics.alpn, 'http/1.1', 'ALPN http/1.1');
-  t.match(metrics.body, /ldbox_runner_pool_workers/, 'the runner\'s metrics');
+  t.match(metrics.body, /ldbox_runner_pool_workers/, "the runner's metrics");
   await t.rejects(httpsGet(runner.port, '/healthz', {}), { code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' }, 'without the CA: refused by the client');
 });
 
@@ -147,9 +155,9 @@ t.test('mTLS: a client certificate from the CA is required', async (t) => {
     { code: 'return "mtls"' },
     { timeoutMs: 20_000 },
   );
-  t.equal(answer.result, 'mtls', 'the executor\'s client with LDBOX_RUNNER_CLIENT_CERT/_KEY');
+  t.equal(answer.result, 'mtls', "the executor's client with LDBOX_RUNNER_CLIENT_CERT/_KEY");
   const err = await executorFailure(executorClients(runner.port, { ca: ca(certs) }));
-  t.type(err, RunnerUnavailableError, 'the executor\'s client without a client certificate: refused');
+  t.type(err, RunnerUnavailableError, "the executor's client without a client certificate: refused");
   t.match(err.message, `https://localhost:${runner.port}: TLS ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED`, 'the TLS alert is named');
 
   const health = await httpsGet(runner.port, '/healthz', { ca: ca(certs), cert: certs.read(certs.clientCert), key: certs.read(certs.clientKey) });
@@ -158,7 +166,12 @@ t.test('mTLS: a client certificate from the CA is required', async (t) => {
 });
 
 t.test('close() drops a connection still in its TLS handshake', async (t) => {
-  const config = loadRunnerConfig({ LDBOX_RUNNER_PORT: '0', LDBOX_POOL_SIZE: '1', LDBOX_RUNNER_TLS_CERT: certs.serverCert, LDBOX_RUNNER_TLS_KEY: certs.serverKey });
+  const config = loadRunnerConfig({
+    LDBOX_RUNNER_PORT: '0',
+    LDBOX_POOL_SIZE: '1',
+    LDBOX_RUNNER_TLS_CERT: certs.serverCert,
+    LDBOX_RUNNER_TLS_KEY: certs.serverKey,
+  });
   // A handshake timeout far beyond the test's own: close() must not wait for it.
   const runner = await startRunnerServer(config, silentLogger(), { sniffTimeoutMs: 3_600_000 });
   const silent = net.connect(runner.port, '127.0.0.1');

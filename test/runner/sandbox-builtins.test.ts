@@ -92,10 +92,14 @@ t.test('strict mode', async (t) => {
 });
 
 t.test('no eval, process, require or code from strings', async (t) => {
-  t.same(
-    await value(t, 'return [typeof eval, typeof globalThis.eval, typeof process, typeof require, typeof module, typeof global]'),
-    ['undefined', 'undefined', 'undefined', 'undefined', 'undefined', 'undefined'],
-  );
+  t.same(await value(t, 'return [typeof eval, typeof globalThis.eval, typeof process, typeof require, typeof module, typeof global]'), [
+    'undefined',
+    'undefined',
+    'undefined',
+    'undefined',
+    'undefined',
+    'undefined',
+  ]);
   const noCode = { kind: ErrorKind.THROWN, name: 'TypeError', message: 'code generation from strings is disabled in the sandbox' };
   t.same(await failure(t, 'return new Function("return 1")()'), noCode, 'Function');
   t.same(await failure(t, 'return (async function () {}).constructor("return 1")()'), noCode, 'AsyncFunction');
@@ -108,13 +112,14 @@ t.test('no eval, process, require or code from strings', async (t) => {
 });
 
 t.test('JSON', async (t) => {
-  t.same(
-    await value(t, 'const s = JSON.stringify({a: [1, 2, {b: "c"}], d: null}); return [s, JSON.parse(s), JSON.stringify({x: 1}, null, 1)]'),
-    ['{"a":[1,2,{"b":"c"}],"d":null}', { a: [1, 2, { b: 'c' }], d: null }, '{\n "x": 1\n}'],
-  );
+  t.same(await value(t, 'const s = JSON.stringify({a: [1, 2, {b: "c"}], d: null}); return [s, JSON.parse(s), JSON.stringify({x: 1}, null, 1)]'), [
+    '{"a":[1,2,{"b":"c"}],"d":null}',
+    { a: [1, 2, { b: 'c' }], d: null },
+    '{\n "x": 1\n}',
+  ]);
   t.same(
     await failure(t, 'return JSON.parse("{bad")'),
-    { kind: ErrorKind.THROWN, name: 'SyntaxError', message: "expecting property name" },
+    { kind: ErrorKind.THROWN, name: 'SyntaxError', message: 'expecting property name' },
     'a JSON syntax error is a normal throw',
   );
 });
@@ -127,26 +132,16 @@ t.test('Date', async (t) => {
         'return [d.toISOString(), d.getTime(), d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate(), d.getUTCHours(), d.getUTCDay(), ' +
         'Date.parse("2024-01-02T03:04:05Z"), new Date(0).toJSON(), typeof Date.now(), Date.now() > 1.7e12, d]',
     ),
-    [
-      '2024-01-02T03:04:05.000Z',
-      1704164645000,
-      2024,
-      0,
-      2,
-      3,
-      2,
-      1704164645000,
-      '1970-01-01T00:00:00.000Z',
-      'number',
-      true,
-      '2024-01-02T03:04:05.000Z',
-    ],
+    ['2024-01-02T03:04:05.000Z', 1704164645000, 2024, 0, 2, 3, 2, 1704164645000, '1970-01-01T00:00:00.000Z', 'number', true, '2024-01-02T03:04:05.000Z'],
   );
 });
 
 t.test('Math', async (t) => {
   t.same(
-    await value(t, 'return [Math.max(1, 5, 3), Math.min(2, -1), Math.floor(2.7), Math.ceil(2.1), Math.abs(-3), Math.sqrt(16), Math.pow(2, 10), Math.round(Math.PI * 100), Math.sign(-4), Math.trunc(-4.7), Math.hypot(3, 4)]'),
+    await value(
+      t,
+      'return [Math.max(1, 5, 3), Math.min(2, -1), Math.floor(2.7), Math.ceil(2.1), Math.abs(-3), Math.sqrt(16), Math.pow(2, 10), Math.round(Math.PI * 100), Math.sign(-4), Math.trunc(-4.7), Math.hypot(3, 4)]',
+    ),
     [5, -1, 2, 3, 3, 4, 1024, 314, -1, -4, 5],
   );
   t.same(await value(t, 'const r = Math.random(); return r >= 0 && r < 1'), true, 'Math.random');
@@ -173,14 +168,12 @@ t.test('Array methods', async (t) => {
         '[1, 2, 3].at(-1), [1, 2, 3].indexOf(3), [1, 2].concat([3]), [1, 2, 3].slice(1), [1, 2, 3].some((x) => x > 2), [1, 2, 3].every((x) => x > 0), ' +
         '["b", "a"].join("-"), [1, 2, 3].reverse(), Array.isArray([]), [1, 2].flatMap((x) => [x, x]), [3, 1, 2].toSorted(), [1, 2, 3].findLast((x) => x < 3)]',
     ),
-    [
-      [1, 2, 3], [2, 4, 6], [1, 3], 6, [1, 2, 3], [0, 1, 2], true, 2, 3, 2, [1, 2, 3], [2, 3], true, true, 'b-a', [3, 2, 1], true, [1, 1, 2, 2], [1, 2, 3], 2,
-    ],
+    [[1, 2, 3], [2, 4, 6], [1, 3], 6, [1, 2, 3], [0, 1, 2], true, 2, 3, 2, [1, 2, 3], [2, 3], true, true, 'b-a', [3, 2, 1], true, [1, 1, 2, 2], [1, 2, 3], 2],
   );
   t.same(
     await value(t, 'const a = [1]; a.push(2, 3); const last = a.pop(); a.unshift(0); a.splice(1, 1); return [a, last]'),
     [[0, 2], 3],
-    'mutating methods work on the code\'s own arrays',
+    "mutating methods work on the code's own arrays",
   );
 });
 
@@ -193,7 +186,23 @@ t.test('Object methods', async (t) => {
         'Object.isFrozen(Object.freeze({})), Object.getOwnPropertyNames({z: 1}), Object.hasOwn(o, "a"), {...o, b: 5}, ' +
         'Object.getPrototypeOf([]) === Array.prototype, Object.create(null) instanceof Object, Object.is(NaN, NaN)]',
     ),
-    [['a', 'b'], [1, 2], [['a', 1], ['b', 2]], { a: 1, b: 2, c: 3 }, { x: 1 }, true, ['z'], true, { a: 1, b: 5 }, true, false, true],
+    [
+      ['a', 'b'],
+      [1, 2],
+      [
+        ['a', 1],
+        ['b', 2],
+      ],
+      { a: 1, b: 2, c: 3 },
+      { x: 1 },
+      true,
+      ['z'],
+      true,
+      { a: 1, b: 5 },
+      true,
+      false,
+      true,
+    ],
   );
 });
 
@@ -253,15 +262,17 @@ t.test('Buffer.from', async (t) => {
     'from a Uint8Array: a copy',
   );
   t.same(
-    await value(t, 'const ab = new Uint8Array([7, 8, 9]).buffer; const b = Buffer.from(ab); new Uint8Array(ab)[0] = 0; return [b instanceof Uint8Array, Array.from(b), b]'),
+    await value(
+      t,
+      'const ab = new Uint8Array([7, 8, 9]).buffer; const b = Buffer.from(ab); new Uint8Array(ab)[0] = 0; return [b instanceof Uint8Array, Array.from(b), b]',
+    ),
     [true, [7, 8, 9], 'BwgJ'],
     'from an ArrayBuffer: a copy',
   );
   t.equal(await value(t, 'return Buffer.from([])'), '', 'an empty Uint8Array is the empty base64 string');
   t.equal(await value(t, 'return Buffer.from([104, 105]).toString("base64")'), '104,105', 'no base64 toString (spec)');
 
-  const thrown = async (code: string) =>
-    value(t, `try { ${code}; return 'no error'; } catch (e) { return [e.name, e.message, e instanceof TypeError]; }`);
+  const thrown = async (code: string) => value(t, `try { ${code}; return 'no error'; } catch (e) { return [e.name, e.message, e instanceof TypeError]; }`);
   t.same(
     await thrown('Buffer.from("aGk=")'),
     ['TypeError', 'Buffer.from takes an Array, Uint8Array or ArrayBuffer, got string (use atob for base64)', true],
@@ -398,11 +409,7 @@ t.test('ld.wait', async (t) => {
   const waited = await value(t, 'const t0 = Date.now(); await ld.wait(50); const ms = Date.now() - t0; return [ms >= 45, ms < 5000]');
   t.ok(performance.now() - started >= 45, 'the call took at least 45 ms');
   t.same(waited, [true, true], 'the code saw about 50 ms pass');
-  t.same(
-    await value(t, 'const p = ld.wait(30000); return [typeof p.then, p instanceof Promise]'),
-    ['function', true],
-    '30000 is accepted (not awaited)',
-  );
+  t.same(await value(t, 'const p = ld.wait(30000); return [typeof p.then, p instanceof Promise]'), ['function', true], '30000 is accepted (not awaited)');
   const bad: [string, string][] = [
     ['-1', '-1'],
     ['30001', '30001'],
@@ -431,13 +438,16 @@ t.test('ld.wait', async (t) => {
 });
 
 t.test('frozen globals', async (t) => {
-  const assign = async (code: string) =>
-    value(t, `try { ${code}; return 'no error'; } catch (e) { return [e.name, e.message, e instanceof TypeError]; }`);
+  const assign = async (code: string) => value(t, `try { ${code}; return 'no error'; } catch (e) { return [e.name, e.message, e instanceof TypeError]; }`);
   t.same(await assign('Array.prototype.x = 1'), ['TypeError', 'object is not extensible', true], 'Array.prototype.x');
   t.same(await assign('Math.PI2 = 1'), ['TypeError', 'object is not extensible', true], 'Math.PI2');
   t.same(await assign('globalThis.y = 1'), ['TypeError', 'object is not extensible', true], 'globalThis.y');
   t.same(await assign('JSON.parse = () => 1'), ['TypeError', "'parse' is read-only", true], 'JSON.parse');
-  t.same(await assign('Object.prototype.toString = () => "x"'), ['TypeError', 'Cannot assign to read only property toString', true], 'Object.prototype.toString');
+  t.same(
+    await assign('Object.prototype.toString = () => "x"'),
+    ['TypeError', 'Cannot assign to read only property toString', true],
+    'Object.prototype.toString',
+  );
   t.same(await assign('ld.log = () => 1'), ['TypeError', "'log' is read-only", true], 'ld.log');
   t.same(await assign('data = {}'), ['TypeError', "'data' is read-only", true], 'data');
   t.same(await value(t, 'return [Object.isFrozen(globalThis), Object.isFrozen(Array.prototype), Object.isFrozen(Math), Object.isFrozen(ld)]'), [
@@ -483,10 +493,12 @@ t.test('stack traces show user lines only', async (t) => {
 
 t.test('syntax errors', async (t) => {
   const o = await run(t, 'const a = 1;\nconst = 2;\nreturn a');
-  t.same(
-    o.error && { kind: o.error.kind, name: o.error.name, message: o.error.message, stack: o.error.stack },
-    { kind: ErrorKind.SYNTAX, name: 'SyntaxError', message: 'variable name expected', stack: '    at user.js:2:7' },
-  );
+  t.same(o.error && { kind: o.error.kind, name: o.error.name, message: o.error.message, stack: o.error.stack }, {
+    kind: ErrorKind.SYNTAX,
+    name: 'SyntaxError',
+    message: 'variable name expected',
+    stack: '    at user.js:2:7',
+  });
   t.equal(o.result, undefined);
   const eof = await run(t, 'return {a: 1,\n');
   t.same(

@@ -68,7 +68,7 @@ t.test('memory exhaustion followed by host copies: MEMORY_LIMIT, and later calls
   }
 });
 
-t.test('Math.random differs between calls (and is not the snapshot\'s sequence)', async (t) => {
+t.test("Math.random differs between calls (and is not the snapshot's sequence)", async (t) => {
   const cm = await createCappedModule(64 * MiB);
   const seen = new Set<string>();
   for (let i = 0; i < 20; i++) {
@@ -78,7 +78,14 @@ t.test('Math.random differs between calls (and is not the snapshot\'s sequence)'
     seen.add(out.resultJson!);
   }
   t.equal(seen.size, 20, 'every call drew its own numbers');
-  const spread = JSON.parse((await run(cm, 'const a = []; for (let i = 0; i < 10000; i++) a.push(Math.random()); return [Math.min(...a), Math.max(...a), a.reduce((s, x) => s + x, 0) / a.length]')).resultJson!) as number[];
+  const spread = JSON.parse(
+    (
+      await run(
+        cm,
+        'const a = []; for (let i = 0; i < 10000; i++) a.push(Math.random()); return [Math.min(...a), Math.max(...a), a.reduce((s, x) => s + x, 0) / a.length]',
+      )
+    ).resultJson!,
+  ) as number[];
   t.ok(spread[0]! < 0.01 && spread[1]! > 0.99 && Math.abs(spread[2]! - 0.5) < 0.02, `uniform enough: ${spread.join(', ')}`);
 });
 
@@ -117,7 +124,11 @@ t.test('memory a call grew is reset for the next call', async (t) => {
 
 t.test('deep recursion stays inside the restored stack window', async (t) => {
   const cm = await createCappedModule(64 * MiB);
-  for (const code of ['function f(n) { return f(n + 1) + 1 } return f(0)', "return JSON.parse('['.repeat(100000))", 'const a = []; let x = a; for (let i = 0; i < 100000; i++) { const b = []; x.push(b); x = b } return String(a)']) {
+  for (const code of [
+    'function f(n) { return f(n + 1) + 1 } return f(0)',
+    "return JSON.parse('['.repeat(100000))",
+    'const a = []; let x = a; for (let i = 0; i < 100000; i++) { const b = []; x.push(b); x = b } return String(a)',
+  ]) {
     const out = await run(cm, code);
     t.ok(out.error, `${code.slice(0, 30)} fails: ${out.error?.message}`);
     if (cm.broken) continue;
@@ -135,7 +146,7 @@ t.test('no handle, host ref or guest memory leaks over 10k calls', async (t) => 
     "throw new TypeError('nope')",
     'return 1 +',
     'return Buffer.from([1, 2, 3])',
-    "await new Promise(() => {})",
+    'await new Promise(() => {})',
   ];
   await run(cm, 'return 1');
   const refs = cm.realm!.rt.hostRefs as unknown as { nextId: number; freelist: unknown[] };
@@ -148,7 +159,7 @@ t.test('no handle, host ref or guest memory leaks over 10k calls', async (t) => 
   t.equal((await run(cm, EXACT_MATH)).resultJson, EXACT_MATH_RESULT);
 });
 
-t.test('the technique\'s assumptions hold for the pinned QuickJS build', async (t) => {
+t.test("the technique's assumptions hold for the pinned QuickJS build", async (t) => {
   const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { dependencies: Record<string, string> };
   t.equal(pkg.dependencies['quickjs-emscripten'], '0.32.0', 'quickjs-emscripten is pinned exactly');
   t.equal(pkg.dependencies['@jitl/quickjs-wasmfile-release-sync'], '0.32.0', 'the binary the snapshot reads is pinned exactly');

@@ -26,10 +26,11 @@ const MAX_GROWTH_BYTES = 800 * 1024 * 1024;
 
 /** The resident set of process `pid`, in bytes. */
 function rssBytes(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'));
   return Number(/(\d+)/.exec(line ?? '')?.[1] ?? NaN) * 1024;
 }
-
 
 const HEADERS = 0x1;
 const RST_STREAM = 0x3;
@@ -41,7 +42,11 @@ const GOAWAY = 0x7;
  * token (each stream half-open, its body never sent). Resolves once the server has answered every stream
  * beyond `cap` (RST_STREAM), sent GOAWAY or closed the connection; the socket is left open.
  */
-function flood(port: number, streams: number, cap: number): { firstRefusal: Promise<void>; done: Promise<{ socket: net.Socket; refused: number; goaway: boolean }> } {
+function flood(
+  port: number,
+  streams: number,
+  cap: number,
+): { firstRefusal: Promise<void>; done: Promise<{ socket: net.Socket; refused: number; goaway: boolean }> } {
   let refusedOnce!: () => void;
   const firstRefusal = new Promise<void>((resolve) => (refusedOnce = resolve));
   return { firstRefusal, done: flooding(port, streams, cap, () => refusedOnce()) };
@@ -90,7 +95,10 @@ t.test('a stream flood without a token leaves the runner process memory bounded,
   // Ready: /readyz answers 200 (polled, as a probe would; each failed try waits for the port).
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`the runner exited with ${proc.exitCode}`);
-    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
+    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
     await new Promise((r) => setTimeout(r, 100));
   }

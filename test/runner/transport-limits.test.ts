@@ -14,7 +14,6 @@ import { grpcCallHeaders, h2frame } from '../helpers/http2-frames.js';
 const TOKEN = 'transport-limits-token-0123';
 const EXECUTE = `/${RunnerService.typeName}/Execute`;
 
-
 /** Frames the server sent, parsed as they arrive. */
 function frameReader(socket: net.Socket): { frames: { type: number; streamId: number; payload: Buffer }[] } {
   const out = { frames: [] as { type: number; streamId: number; payload: Buffer }[] };

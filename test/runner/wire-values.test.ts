@@ -42,7 +42,10 @@ function valueEntries(v: unknown): ValueEntries {
 }
 
 function structEntries(o: Record<string, unknown>): StructEntries {
-  return { $typeName: 'ldbox.runner.internal.v1.StructEntries', fields: Object.keys(o).map((key) => ({ $typeName: 'ldbox.runner.internal.v1.StructEntry', key, value: valueEntries(o[key]) })) };
+  return {
+    $typeName: 'ldbox.runner.internal.v1.StructEntries',
+    fields: Object.keys(o).map((key) => ({ $typeName: 'ldbox.runner.internal.v1.StructEntry', key, value: valueEntries(o[key]) })),
+  };
 }
 
 /**
@@ -125,7 +128,10 @@ t.test('__proto__, constructor and prototype keys returned by the code', async (
   t.same(JSON.stringify(viaGrpc), HOSTILE_KEYS, 'gRPC: as data');
   t.equal(Object.getPrototypeOf(viaGrpc), Object.prototype, 'the prototype of the client object is untouched');
 
-  for (const [what, send] of [['HTTP/1.1', connectJson], ['HTTP/2', connectJsonH2]] as const) {
+  for (const [what, send] of [
+    ['HTTP/1.1', connectJson],
+    ['HTTP/2', connectJsonH2],
+  ] as const) {
     const { status, text } = await send(JSON.stringify({ code }));
     t.equal(status, 200, `Connect JSON ${what}: 200`);
     const result = (JSON.parse(text) as { result: unknown }).result;
@@ -144,7 +150,10 @@ t.test('__proto__, constructor and prototype keys in input and auth', async (t) 
   t.equal(viaGrpc, seen, 'gRPC: the sandbox sees every key as data');
 
   const json = `{"code":${JSON.stringify(code)},"input":${HOSTILE_KEYS},"auth":{"__proto__":"s3cret-token-value"}}`;
-  for (const [what, send] of [['HTTP/1.1', connectJson], ['HTTP/2', connectJsonH2]] as const) {
+  for (const [what, send] of [
+    ['HTTP/1.1', connectJson],
+    ['HTTP/2', connectJsonH2],
+  ] as const) {
     const { status, text } = await send(json);
     t.equal(status, 200, `Connect JSON ${what}: 200`);
     t.equal((JSON.parse(text) as { result: unknown }).result, seen, `Connect JSON ${what}: the sandbox sees every key`);
@@ -161,7 +170,11 @@ t.test('an enum value not in the proto', async (t) => {
   t.equal(nope.status, 400, 'Connect JSON name: HTTP 400');
   t.same(JSON.parse(nope.text), { code: 'invalid_argument', message: 'resultKind "NOPE" is not a known ResultKind' }, 'invalid_argument naming the field');
   const nopeH2 = await connectJsonH2('{"code":"return 1","result_kind":"RESULT_KIND_NOPE"}');
-  t.same([nopeH2.status, JSON.parse(nopeH2.text)], [400, { code: 'invalid_argument', message: 'resultKind "RESULT_KIND_NOPE" is not a known ResultKind' }], 'by its proto name, over HTTP/2');
+  t.same(
+    [nopeH2.status, JSON.parse(nopeH2.text)],
+    [400, { code: 'invalid_argument', message: 'resultKind "RESULT_KIND_NOPE" is not a known ResultKind' }],
+    'by its proto name, over HTTP/2',
+  );
   const number = await connectJson('{"code":"return 1","resultKind":7}');
   t.same(JSON.parse(number.text), { code: 'invalid_argument', message: 'resultKind 7 is not a known ResultKind' }, 'Connect JSON number');
   const known = await connectJson('{"code":"return 1","resultKind":"RESULT_KIND_GENERIC"}');
@@ -186,7 +199,10 @@ t.test('Connect unary: a body over the limit, and a truncated one', async (t) =>
   const body = JSON.stringify({ code: `return 1 // ${'x'.repeat(max)}` });
   const big = await connectJson(body);
   t.equal(big.status, 429, 'HTTP 429');
-  t.same(JSON.parse(big.text), { code: 'resource_exhausted', message: `the request message is ${Buffer.byteLength(body)} bytes, over the limit of ${max} bytes` });
+  t.same(JSON.parse(big.text), {
+    code: 'resource_exhausted',
+    message: `the request message is ${Buffer.byteLength(body)} bytes, over the limit of ${max} bytes`,
+  });
   const cut = await connectJson('{"code":"return 1"');
   t.equal(cut.status, 400, 'a JSON body cut short: HTTP 400');
   t.match(JSON.parse(cut.text), { code: 'invalid_argument', message: /^cannot decode message ldbox\.runner\.v1\.ExecuteRequest from JSON/ });

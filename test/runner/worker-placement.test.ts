@@ -10,7 +10,7 @@ import { ValueSchema } from '@bufbuild/protobuf/wkt';
 import t from 'tap';
 import { grpcError, startTestRunner } from '../helpers/runner-harness.js';
 
-const runner = await startTestRunner({ LDBOX_POOL_SIZE: '2', LDBOX_POOL_CONCURRENCY: '4'});
+const runner = await startTestRunner({ LDBOX_POOL_SIZE: '2', LDBOX_POOL_CONCURRENCY: '4' });
 t.teardown(() => runner.close());
 
 /**
@@ -37,10 +37,12 @@ t.test('calls go around a worker that a busy loop holds', async (t) => {
 
   for (let wave = 0; wave < 5; wave++) {
     // As many at once as the free worker takes (LDBOX_POOL_CONCURRENCY).
-    const replies = await Promise.all(
-      Array.from({ length: 4 }, (_, i) => runner.grpc.execute({ code: `return ${wave * 10 + i} * 2` })),
+    const replies = await Promise.all(Array.from({ length: 4 }, (_, i) => runner.grpc.execute({ code: `return ${wave * 10 + i} * 2` })));
+    t.same(
+      replies.map((r) => toJson(ValueSchema, r.result!)),
+      [0, 1, 2, 3].map((i) => (wave * 10 + i) * 2),
+      `wave ${wave}`,
     );
-    t.same(replies.map((r) => toJson(ValueSchema, r.result!)), [0, 1, 2, 3].map((i) => (wave * 10 + i) * 2), `wave ${wave}`);
     t.notOk(busy.ended, `wave ${wave} finished while the busy call still held its worker`);
   }
 
@@ -56,7 +58,11 @@ t.test('calls placed on a worker before it got stuck are taken back and run on t
   // worker that the busy loop then holds (call-dispatcher.ts), where they would wait until it is cancelled.
   const busy = await startBusyCall();
   const replies = await Promise.all(Array.from({ length: 12 }, (_, i) => runner.grpc.execute({ code: `return ${i} + 100` })));
-  t.same(replies.map((r) => toJson(ValueSchema, r.result!)), Array.from({ length: 12 }, (_, i) => i + 100), 'every call answered');
+  t.same(
+    replies.map((r) => toJson(ValueSchema, r.result!)),
+    Array.from({ length: 12 }, (_, i) => i + 100),
+    'every call answered',
+  );
   t.notOk(busy.ended, 'all of them while the busy call still held its worker');
   busy.stop();
   t.equal((await busy.error)?.code, 1, 'the busy call ends CANCELLED');

@@ -13,7 +13,9 @@ const dec = new TextDecoder();
 /** Rejects when `p` takes longer than `ms`: a hang detector, not a timing goal. */
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
-  return Promise.race([p, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not answer in ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([p, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not answer in ${ms} ms`)), ms)))]).finally(() =>
+    clearTimeout(timer),
+  );
 }
 
 t.test('kvKeys and kvLastByPattern answer while the matching key is rewritten', async (t) => {
@@ -46,5 +48,5 @@ t.test('kvKeys and kvLastByPattern answer while the matching key is rewritten', 
   t.equal(dec.decode((await kvLastByPattern(jsm, 'idx-test', '*.ex_9'))!.value), 'other');
   t.equal(await kvLastByPattern(jsm, 'idx-test', '*.ex_8'), undefined, 'a deleted key reads as absent');
   t.equal(await kvLastByPattern(jsm, 'idx-test', '*.ex_7'), undefined, 'a missing key reads as absent');
-  t.same((await kvKeys(jsm, 'idx-test', 'nothing.*')), []);
+  t.same(await kvKeys(jsm, 'idx-test', 'nothing.*'), []);
 });

@@ -90,7 +90,7 @@ async function refusal(p: Promise<unknown>): Promise<string> {
   throw new Error('not refused');
 }
 
-t.test('node auth is sealed in the KV entry and in nats-server\'s files; the node still sees it', async (t) => {
+t.test("node auth is sealed in the KV entry and in nats-server's files; the node still sees it", async (t) => {
   const s = await stackFixture(t);
   const r = await raw(t, s.nats.url);
   const wf = await createFlow(s.base, [SEES_SECRET]);
@@ -131,7 +131,9 @@ t.test('a wrong key is refused naming the key id: the execution fails, the contr
   t.equal((ex.nodes ?? []).length, 0, 'no node ran');
   t.equal(ex.attempts, 1, 'not retried: another attempt cannot open it either');
 
-  const other = await startGateway({ ...s.config, port: 0, dataKeys: new KeyRing(KEY_B) }, silentLogger(), { nats: { reconnectTimeWaitMs: 100, reconnectJitterMs: 50 } });
+  const other = await startGateway({ ...s.config, port: 0, dataKeys: new KeyRing(KEY_B) }, silentLogger(), {
+    nats: { reconnectTimeWaitMs: 100, reconnectJitterMs: 50 },
+  });
   t.teardown(() => other.close(2000));
   await waitFor(() => other.ready(), 15_000, 'second gateway ready');
   const got = await rpc(`http://127.0.0.1:${other.port}`, 'GetWorkflow', { id: wf.id });
@@ -145,7 +147,11 @@ t.test('rotation: A old and B current reads; ldbox reencrypt moves everything to
   const r = await raw(t, s.nats.url);
   const wf = await createFlow(s.base, [SEES_SECRET, { id: 'n2', code: 'return 1', auth: { other: 'x-other-secret' } }]);
   const rotated = new KeyRing(KEY_B, [KEY_A]);
-  t.same((await r.repo(rotated).get(wf.id))!.nodes.map((n) => n.auth), [{ token: SECRET, n: 7 }, { other: 'x-other-secret' }], 'A is readable as an old key');
+  t.same(
+    (await r.repo(rotated).get(wf.id))!.nodes.map((n) => n.auth),
+    [{ token: SECRET, n: 7 }, { other: 'x-other-secret' }],
+    'A is readable as an old key',
+  );
 
   const help = await ldbox(['reencrypt', '--help']);
   t.equal(help.code, 0);
@@ -157,14 +163,21 @@ t.test('rotation: A old and B current reads; ldbox reencrypt moves everything to
   t.same(run, { code: 0, signal: null, stdout: `re-encrypted 1 workflow(s) with data key ${KEY_B.id}; 0 already used it\n`, stderr: '' });
   const stored = await storedJson(r, wf.id);
   for (const n of stored.nodes) t.match(n.auth, new RegExp(`^ldbox:v1:${KEY_B.id}:`), `node ${n.id} sealed with B`);
-  t.same((await r.repo(new KeyRing(KEY_B)).get(wf.id))!.nodes.map((n) => n.auth), [{ token: SECRET, n: 7 }, { other: 'x-other-secret' }], 'readable with B alone');
+  t.same(
+    (await r.repo(new KeyRing(KEY_B)).get(wf.id))!.nodes.map((n) => n.auth),
+    [{ token: SECRET, n: 7 }, { other: 'x-other-secret' }],
+    'readable with B alone',
+  );
   t.match(await refusal(r.repo(new KeyRing(KEY_A)).get(wf.id)), `sealed with data key ${KEY_B.id}, which is not configured`, 'A alone no longer reads it');
 
   const again = await ldbox(['reencrypt'], env);
   t.equal(again.stdout, `re-encrypted 0 workflow(s) with data key ${KEY_B.id}; 1 already used it\n`, 'a second run has nothing to do');
   const withoutA = await ldbox(['reencrypt'], { NATS_URL: s.nats.url, LDBOX_DATA_KEY: TEST_DATA_KEY });
   t.equal(withoutA.code, 1, 'a workflow it cannot open: exit 1');
-  t.equal(withoutA.stderr, `not re-encrypted: workflow ${wf.id} node "n1": the stored secret is sealed with data key ${KEY_B.id}, which is not configured (LDBOX_DATA_KEY or LDBOX_DATA_KEY_OLD)\n`);
+  t.equal(
+    withoutA.stderr,
+    `not re-encrypted: workflow ${wf.id} node "n1": the stored secret is sealed with data key ${KEY_B.id}, which is not configured (LDBOX_DATA_KEY or LDBOX_DATA_KEY_OLD)\n`,
+  );
 });
 
 t.test('a plaintext record of an earlier version is read, and sealed on its next write or by reencrypt', async (t) => {
@@ -174,7 +187,10 @@ t.test('a plaintext record of an earlier version is read, and sealed on its next
   const wf2 = await createFlow(s.base, [{ id: 'm', code: 'return 1', auth: { k: 'legacy-two' } }]);
   const keys = new KeyRing(KEY_A);
   // Store both as a version without encryption did.
-  for (const [id, auth] of [[wf.id, SEES_SECRET.auth], [wf2.id, { k: 'legacy-two' }]] as const) {
+  for (const [id, auth] of [
+    [wf.id, SEES_SECRET.auth],
+    [wf2.id, { k: 'legacy-two' }],
+  ] as const) {
     const plain: WorkflowRecord = { ...(await storedJson(r, id)) };
     plain.nodes = plain.nodes.map((n) => ({ ...n, auth }));
     await r.kv.put(id, enc.encode(JSON.stringify(plain)));

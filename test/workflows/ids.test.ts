@@ -25,9 +25,19 @@ t.test('workflow ids: wf_ + 20 characters', async (t) => {
   for (const id of ids.slice(0, 50)) t.match(id, /^wf_[0-9a-hjkmnp-tv-z]{20}$/);
   t.ok(ids.every(isWorkflowId), 'all pass the check');
   t.equal(new Set(ids).size, ids.length, 'no repeats');
-  t.equal(newWorkflowId((n) => Buffer.alloc(n, 0)), 'wf_00000000000000000000');
-  t.equal(newWorkflowId((n) => Buffer.alloc(n, 0xff)), 'wf_zzzzzzzzzzzzzzzzzzzz');
-  t.equal(newWorkflowId((n) => Buffer.from(Array.from({ length: n }, (_, i) => i + 32))), 'wf_0123456789abcdefghjk', 'byte & 31');
+  t.equal(
+    newWorkflowId((n) => Buffer.alloc(n, 0)),
+    'wf_00000000000000000000',
+  );
+  t.equal(
+    newWorkflowId((n) => Buffer.alloc(n, 0xff)),
+    'wf_zzzzzzzzzzzzzzzzzzzz',
+  );
+  t.equal(
+    newWorkflowId((n) => Buffer.from(Array.from({ length: n }, (_, i) => i + 32))),
+    'wf_0123456789abcdefghjk',
+    'byte & 31',
+  );
   const counts = new Map<string, number>();
   for (const id of ids) for (const c of id.slice(3)) counts.set(c, (counts.get(c) ?? 0) + 1);
   t.equal(counts.size, 32, 'every symbol occurs');
@@ -70,7 +80,10 @@ t.test('execution ids: ex_ + 10 time characters + 16 random', async (t) => {
   t.match(id, /^ex_[0-9a-hjkmnp-tv-z]{26}$/);
   t.ok(isExecutionId(id));
   t.same(executionIdTime(id), now, 'the time is recoverable');
-  t.equal(newExecutionId(new Date(0), (n) => Buffer.alloc(n, 0)), `ex_${'0'.repeat(26)}`);
+  t.equal(
+    newExecutionId(new Date(0), (n) => Buffer.alloc(n, 0)),
+    `ex_${'0'.repeat(26)}`,
+  );
   t.equal(newExecutionId(new Date(31), (n) => Buffer.alloc(n, 0)).slice(3, 13), '000000000z');
   t.equal(newExecutionId(new Date(32), (n) => Buffer.alloc(n, 0)).slice(3, 13), '0000000010');
   t.equal(executionIdTime('ex_nope'), undefined);
@@ -80,5 +93,8 @@ t.test('execution ids: ex_ + 10 time characters + 16 random', async (t) => {
   const times = [0, 1, 31, 32, 1_000, 1_700_000_000_000, 1_700_000_000_001, 4_102_444_800_000];
   const sorted = times.map((ms) => newExecutionId(new Date(ms)));
   t.same([...sorted].sort(), sorted, 'ids sort by time');
-  t.same(sorted.map((s) => executionIdTime(s)?.getTime()), times);
+  t.same(
+    sorted.map((s) => executionIdTime(s)?.getTime()),
+    times,
+  );
 });

@@ -25,20 +25,27 @@ t.test('WorkflowService has exactly the RPCs of DESIGN.md', async (t) => {
     WorkflowService.methods.map((m) => m.name),
     ['CreateWorkflow', 'GetWorkflow', 'ListWorkflows', 'DeleteWorkflow', 'SetWebhookAuthMethod', 'RotateWebhookSecret', 'GetExecution', 'ListExecutions'],
   );
-  t.ok(WorkflowService.methods.every((m) => m.methodKind === 'unary'), 'all unary');
+  t.ok(
+    WorkflowService.methods.every((m) => m.methodKind === 'unary'),
+    'all unary',
+  );
   t.equal(WorkspaceService.typeName, 'ldbox.workflows.v1.WorkspaceService');
-  t.same(WorkspaceService.methods.map((m) => m.name), ['GetWorkspace', 'SetWorkspaceBudget'], 'the budget lives in its own service');
+  t.same(
+    WorkspaceService.methods.map((m) => m.name),
+    ['GetWorkspace', 'SetWorkspaceBudget'],
+    'the budget lives in its own service',
+  );
 });
 
 t.test('enum value names', async (t) => {
-  t.same(AuthMethodSchema.values.map((v) => v.name), ['AUTH_METHOD_UNSPECIFIED', 'AUTH_METHOD_NONE', 'AUTH_METHOD_HEADER', 'AUTH_METHOD_QUERY_PARAMETER']);
-  t.same(ExecutionStatusSchema.values.map((v) => v.name), [
-    'EXECUTION_STATUS_UNSPECIFIED',
-    'EXECUTION_STATUS_QUEUED',
-    'EXECUTION_STATUS_RUNNING',
-    'EXECUTION_STATUS_SUCCEEDED',
-    'EXECUTION_STATUS_FAILED',
-  ]);
+  t.same(
+    AuthMethodSchema.values.map((v) => v.name),
+    ['AUTH_METHOD_UNSPECIFIED', 'AUTH_METHOD_NONE', 'AUTH_METHOD_HEADER', 'AUTH_METHOD_QUERY_PARAMETER'],
+  );
+  t.same(
+    ExecutionStatusSchema.values.map((v) => v.name),
+    ['EXECUTION_STATUS_UNSPECIFIED', 'EXECUTION_STATUS_QUEUED', 'EXECUTION_STATUS_RUNNING', 'EXECUTION_STATUS_SUCCEEDED', 'EXECUTION_STATUS_FAILED'],
+  );
 });
 
 t.test('Workflow in JSON: id, name, workspace, nodes[], webhook{webhookId, url, authMethod, secret, warnings}', async (t) => {

@@ -15,7 +15,10 @@ function context(body: JsonValue = {}, query: JsonValue = {}, nodes: TemplateCon
 
 const body = {
   user: { name: 'Ada', age: 36, admin: true, manager: null, tags: ['a', 'b'] },
-  items: [{ id: 'i1', qty: 2 }, { id: 'i2', qty: 0 }],
+  items: [
+    { id: 'i1', qty: 2 },
+    { id: 'i2', qty: 0 },
+  ],
   text: 'hello',
   empty: '',
   zero: 0,
@@ -27,7 +30,7 @@ const body = {
   'a.b': 'dotted key',
   'with space': 'spaced key',
   '0': 'key zero',
-  'ünï': 'unicode key',
+  ünï: 'unicode key',
   quote: 'say "hi"\n',
 };
 const query = { p: 'v', repeated: ['1', '2'], empty: '' };
@@ -150,7 +153,7 @@ t.test('array indices by number segments and brackets; quoted keys', async (t) =
   for (const [template, want] of cases) t.same(renderTemplates(template, ctx), want, template);
 });
 
-t.test('earlier nodes\' outputs: nodes.<id>.output', async (t) => {
+t.test("earlier nodes' outputs: nodes.<id>.output", async (t) => {
   t.same(renderTemplates('{{nodes.fetch.output}}', ctx), { status: 200, rows: [{ id: 7 }] });
   t.equal(renderTemplates('{{nodes.fetch.output.status}}', ctx), 200);
   t.equal(renderTemplates('{{nodes.second-node.output}}', ctx), 'plain', 'a node id with a dash');
@@ -159,10 +162,7 @@ t.test('earlier nodes\' outputs: nodes.<id>.output', async (t) => {
   const err = renderError(t, '{{nodes.later.output}}');
   t.equal(err.code, 'TEMPLATE_MISSING_PATH');
   t.equal(err.message, '{{nodes.later.output}}: node "later" has no output: it did not run before this node');
-  t.equal(
-    renderError(t, '{{nodes.nullish.output.x}}').message,
-    '{{nodes.nullish.output.x}}: nodes.nullish.output is null: it has no field "x"',
-  );
+  t.equal(renderError(t, '{{nodes.nullish.output.x}}').message, '{{nodes.nullish.output.x}}: nodes.nullish.output is null: it has no field "x"');
 });
 
 t.test('escapes: a backslash makes {{ literal; backslashes before {{ pair up', async (t) => {
@@ -238,7 +238,7 @@ t.test('__proto__, constructor and prototype never reach a prototype', async (t)
   t.equal(renderTemplates('{{trigger.output.body.constructor.prototype}}', c), 1, 'own constructor.prototype');
   const whole = renderTemplates('{{trigger.output.body}}', c) as Record<string, unknown>;
   t.ok(Object.hasOwn(whole, '__proto__'), 'a copied __proto__ stays an own field');
-  t.equal(Object.getPrototypeOf(whole), Object.prototype, 'and the copy\'s prototype is untouched');
+  t.equal(Object.getPrototypeOf(whole), Object.prototype, "and the copy's prototype is untouched");
   t.equal(({} as Record<string, unknown>)['polluted'], undefined, 'Object.prototype not polluted');
   // A `__proto__` key in the input itself stays an own field of the output.
   const input = JSON.parse('{"__proto__": "{{trigger.output.body.constructor}}"}') as JsonValue;
@@ -263,7 +263,11 @@ t.test('unknown roots and bad syntax are refused at render time too', async (t) 
   const cases: [string, string, string][] = [
     ['{{body.a}}', 'TEMPLATE_UNKNOWN_ROOT', '{{body.a}}: unknown root "body": a template starts with trigger.output or nodes.<node id>.output'],
     ['{{trigger.body.a}}', 'TEMPLATE_UNKNOWN_ROOT', '{{trigger.body.a}}: trigger has only "output": use trigger.output.body or trigger.output.query'],
-    ['{{trigger.output.headers.x}}', 'TEMPLATE_UNKNOWN_ROOT', '{{trigger.output.headers.x}}: trigger.output has no field "headers": it has only "body" and "query"'],
+    [
+      '{{trigger.output.headers.x}}',
+      'TEMPLATE_UNKNOWN_ROOT',
+      '{{trigger.output.headers.x}}: trigger.output has no field "headers": it has only "body" and "query"',
+    ],
     ['{{nodes.fetch.status}}', 'TEMPLATE_UNKNOWN_ROOT', '{{nodes.fetch.status}}: nodes.fetch has only "output": use nodes.fetch.output'],
     ['x {{trigger.output.body.text', 'TEMPLATE_SYNTAX', '{{trigger.output.body.text: unclosed template: "}}" is missing'],
   ];

@@ -66,9 +66,7 @@ t.test('syntax errors, exactly', async (t) => {
 });
 
 t.test('quoted keys may hold anything, "}}" included', async (t) => {
-  t.same(parseTemplateString('{{trigger.output.body["a}}b"]}}'), [
-    { source: '{{trigger.output.body["a}}b"]}}', path: ['trigger', 'output', 'body', 'a}}b'] },
-  ]);
+  t.same(parseTemplateString('{{trigger.output.body["a}}b"]}}'), [{ source: '{{trigger.output.body["a}}b"]}}', path: ['trigger', 'output', 'body', 'a}}b'] }]);
   t.same(parseTemplateString('{{trigger.output.body["\\"\\u00e9."]}}')[0], {
     source: '{{trigger.output.body["\\"\\u00e9."]}}',
     path: ['trigger', 'output', 'body', '"é.'],
@@ -76,7 +74,14 @@ t.test('quoted keys may hold anything, "}}" included', async (t) => {
 });
 
 t.test('roots', async (t) => {
-  const ok = ['{{trigger.output}}', '{{trigger.output.body}}', '{{trigger.output.query}}', '{{trigger.output.body.x.y}}', '{{nodes.a.output}}', '{{nodes.a.output.b}}'];
+  const ok = [
+    '{{trigger.output}}',
+    '{{trigger.output.body}}',
+    '{{trigger.output.query}}',
+    '{{trigger.output.body.x.y}}',
+    '{{nodes.a.output}}',
+    '{{nodes.a.output.b}}',
+  ];
   for (const s of ok) t.equal(parseError(s), undefined, s);
   const bad: [string, string][] = [
     ['{{trigger}}', '{{trigger}}: trigger has only "output": use trigger.output.body or trigger.output.query'],
@@ -113,17 +118,14 @@ t.test('validateTemplates: every problem, with its field', async (t) => {
     [
       ['TEMPLATE_UNKNOWN_NODE', 'nodes[1].input.list[1]', '{{nodes.later.output.x}}: node "later" does not run before this node'],
       ['TEMPLATE_SYNTAX', 'nodes[1].input.list[2].deep', '{{bad: unclosed template: "}}" is missing'],
-      [
-        'TEMPLATE_UNKNOWN_ROOT',
-        'nodes[1].input["odd key"]',
-        '{{nope}}: unknown root "nope": a template starts with trigger.output or nodes.<node id>.output',
-      ],
+      ['TEMPLATE_UNKNOWN_ROOT', 'nodes[1].input["odd key"]', '{{nope}}: unknown root "nope": a template starts with trigger.output or nodes.<node id>.output'],
     ],
   );
   t.same(validateTemplates({ a: '{{nodes.x.output}}' }), [], 'node ids not checked without earlierNodeIds');
-  t.same(validateTemplates({ a: '{{nodes.x.output}}' }, { earlierNodeIds: [] }).map((e) => e.message), [
-    '{{nodes.x.output}}: node "x" does not run before this node',
-  ]);
+  t.same(
+    validateTemplates({ a: '{{nodes.x.output}}' }, { earlierNodeIds: [] }).map((e) => e.message),
+    ['{{nodes.x.output}}: node "x" does not run before this node'],
+  );
   t.same(validateTemplates('{{trigger.output.body.any.path.at.all}}'), [], 'paths into the data are not known before a run');
   t.same(validateTemplates({ '{{keys are not templates': 1 }), [], 'keys are not checked');
   t.equal(validateTemplates('{{x}}')[0]?.field, '', 'no prefix, the root itself');

@@ -46,7 +46,11 @@ t.test('generate: whsec_ + 32 random bytes in base64url', async (t) => {
   t.ok(isWebhookSecretFormat(s));
   const many = new Set(Array.from({ length: 1000 }, () => generateWebhookSecret()));
   t.equal(many.size, 1000, 'no repeats');
-  t.equal(generateWebhookSecret(() => Buffer.alloc(32, 0xff)), `whsec_${Buffer.alloc(32, 0xff).toString('base64url')}`, 'uses the random source');
+  t.equal(
+    generateWebhookSecret(() => Buffer.alloc(32, 0xff)),
+    `whsec_${Buffer.alloc(32, 0xff).toString('base64url')}`,
+    'uses the random source',
+  );
   t.throws(() => generateWebhookSecret(() => Buffer.alloc(16)), { message: 'random source gave 16 bytes, not 32' });
   t.notOk(isWebhookSecretFormat('whsec_short'));
   t.notOk(isWebhookSecretFormat(`sk_${'a'.repeat(43)}`));
@@ -226,7 +230,7 @@ t.test('methods and channels', async (t) => {
   );
 });
 
-t.test('authenticate a request: only the active method\'s channel counts', async (t) => {
+t.test("authenticate a request: only the active method's channel counts", async (t) => {
   const { state: headerState, secret } = createWebhookAuth('header');
   const s = secret!;
   const queryState = setWebhookAuthMethod(headerState, 'query').state;
@@ -234,64 +238,103 @@ t.test('authenticate a request: only the active method\'s channel counts', async
   const noneState = setWebhookAuthMethod(headerState, 'none').state;
 
   t.same(authenticateWebhookRequest(headerState, { header: s }, T0), { ok: true, matched: 'current' });
-  t.same(authenticateWebhookRequest(headerState, { query: s }, T0), {
-    ok: false,
-    reason: 'missing',
-    message: 'missing webhook secret: send it in the X-Webhook-Secret header',
-  }, 'header method: the query secret does not count');
-  t.same(authenticateWebhookRequest(headerState, { header: 'wrong', query: s }, T0), {
-    ok: false,
-    reason: 'invalid',
-    message: 'invalid webhook secret in the X-Webhook-Secret header',
-  }, 'header method: a wrong header is not saved by a right query');
-  t.same(authenticateWebhookRequest(headerState, { header: '' }, T0), {
-    ok: false,
-    reason: 'missing',
-    message: 'missing webhook secret: send it in the X-Webhook-Secret header',
-  }, 'empty header = missing');
+  t.same(
+    authenticateWebhookRequest(headerState, { query: s }, T0),
+    {
+      ok: false,
+      reason: 'missing',
+      message: 'missing webhook secret: send it in the X-Webhook-Secret header',
+    },
+    'header method: the query secret does not count',
+  );
+  t.same(
+    authenticateWebhookRequest(headerState, { header: 'wrong', query: s }, T0),
+    {
+      ok: false,
+      reason: 'invalid',
+      message: 'invalid webhook secret in the X-Webhook-Secret header',
+    },
+    'header method: a wrong header is not saved by a right query',
+  );
+  t.same(
+    authenticateWebhookRequest(headerState, { header: '' }, T0),
+    {
+      ok: false,
+      reason: 'missing',
+      message: 'missing webhook secret: send it in the X-Webhook-Secret header',
+    },
+    'empty header = missing',
+  );
 
-  for (const [name, state] of [['query', queryState], ['legacy', legacyState]] as const) {
+  for (const [name, state] of [
+    ['query', queryState],
+    ['legacy', legacyState],
+  ] as const) {
     t.same(authenticateWebhookRequest(state, { query: s }, T0), { ok: true, matched: 'current' }, `${name}: query secret`);
     t.same(authenticateWebhookRequest(state, { query: [s] }, T0), { ok: true, matched: 'current' }, `${name}: a one-element array`);
-    t.same(authenticateWebhookRequest(state, { header: s }, T0), {
-      ok: false,
-      reason: 'missing',
-      message: 'missing webhook secret: send it in the "secret" query parameter',
-    }, `${name}: the header does not count`);
-    t.same(authenticateWebhookRequest(state, { query: 'nope', header: s }, T0), {
-      ok: false,
-      reason: 'invalid',
-      message: 'invalid webhook secret in the "secret" query parameter',
-    }, `${name}: wrong query secret`);
-    t.same(authenticateWebhookRequest(state, { query: [s, s] }, T0), {
-      ok: false,
-      reason: 'invalid',
-      message: 'invalid webhook secret: the "secret" query parameter was sent 2 times',
-    }, `${name}: repeated parameter`);
-    t.same(authenticateWebhookRequest(state, { query: [] }, T0), {
-      ok: false,
-      reason: 'missing',
-      message: 'missing webhook secret: send it in the "secret" query parameter',
-    }, `${name}: empty array`);
+    t.same(
+      authenticateWebhookRequest(state, { header: s }, T0),
+      {
+        ok: false,
+        reason: 'missing',
+        message: 'missing webhook secret: send it in the "secret" query parameter',
+      },
+      `${name}: the header does not count`,
+    );
+    t.same(
+      authenticateWebhookRequest(state, { query: 'nope', header: s }, T0),
+      {
+        ok: false,
+        reason: 'invalid',
+        message: 'invalid webhook secret in the "secret" query parameter',
+      },
+      `${name}: wrong query secret`,
+    );
+    t.same(
+      authenticateWebhookRequest(state, { query: [s, s] }, T0),
+      {
+        ok: false,
+        reason: 'invalid',
+        message: 'invalid webhook secret: the "secret" query parameter was sent 2 times',
+      },
+      `${name}: repeated parameter`,
+    );
+    t.same(
+      authenticateWebhookRequest(state, { query: [] }, T0),
+      {
+        ok: false,
+        reason: 'missing',
+        message: 'missing webhook secret: send it in the "secret" query parameter',
+      },
+      `${name}: empty array`,
+    );
   }
 
   t.same(authenticateWebhookRequest(noneState, {}, T0), { ok: true, matched: 'not-required' }, 'none: nothing needed');
   t.same(authenticateWebhookRequest(noneState, { header: 'garbage', query: 'garbage' }, T0), { ok: true, matched: 'not-required' }, 'none: anything ignored');
 
   t.same(authenticateWebhookRequest(noSecret('legacy'), {}, T0), { ok: true, matched: 'not-required' }, 'legacy without a secret: open (with a warning)');
-  t.same(authenticateWebhookRequest(noSecret('header'), { header: 'anything' }, T0), {
-    ok: false,
-    reason: 'invalid',
-    message: 'invalid webhook secret in the X-Webhook-Secret header',
-  }, 'header without a secret: every call refused');
+  t.same(
+    authenticateWebhookRequest(noSecret('header'), { header: 'anything' }, T0),
+    {
+      ok: false,
+      reason: 'invalid',
+      message: 'invalid webhook secret in the X-Webhook-Secret header',
+    },
+    'header without a secret: every call refused',
+  );
 
   const rotated = rotateWebhookSecret(headerState, { now: T0 });
   t.same(authenticateWebhookRequest(rotated.state, { header: s }, at(HOUR)), { ok: true, matched: 'previous' }, 'previous secret in grace');
-  t.same(authenticateWebhookRequest(rotated.state, { header: s }, at(25 * HOUR)), {
-    ok: false,
-    reason: 'invalid',
-    message: 'invalid webhook secret in the X-Webhook-Secret header',
-  }, 'previous secret after grace');
+  t.same(
+    authenticateWebhookRequest(rotated.state, { header: s }, at(25 * HOUR)),
+    {
+      ok: false,
+      reason: 'invalid',
+      message: 'invalid webhook secret in the X-Webhook-Secret header',
+    },
+    'previous secret after grace',
+  );
   for (const r of [authenticateWebhookRequest(headerState, { header: `${s}x` }, T0), authenticateWebhookRequest(queryState, { query: `${s}x` }, T0)]) {
     t.notOk(JSON.stringify(r).includes(s), 'messages never contain the secret');
   }

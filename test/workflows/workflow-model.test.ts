@@ -6,12 +6,7 @@
 import { create, fromJson, type JsonObject, toJson } from '@bufbuild/protobuf';
 import { durationFromMs } from '@bufbuild/protobuf/wkt';
 import t from 'tap';
-import {
-  AuthMethod,
-  type CreateWorkflowRequest,
-  CreateWorkflowRequestSchema,
-  WorkflowSchema,
-} from '../../src/gen/ldbox/workflows/v1/workflows_pb.js';
+import { AuthMethod, type CreateWorkflowRequest, CreateWorkflowRequestSchema, WorkflowSchema } from '../../src/gen/ldbox/workflows/v1/workflows_pb.js';
 import { isWorkflowValidationError, type WorkflowValidationError } from '../../src/workflows/validation-error.js';
 import { hashWebhookSecret, rotateWebhookSecret } from '../../src/workflows/webhook-secret.js';
 import {
@@ -117,67 +112,196 @@ t.test('a valid request becomes a draft', async (t) => {
 });
 
 t.test('name', async (t) => {
-  refused(t, edited((r) => delete r['name']), 'name', 'name is required');
-  refused(t, edited((r) => (r['name'] = '   ')), 'name', 'name is required');
-  refused(t, edited((r) => (r['name'] = 'x'.repeat(201))), 'name', 'name must be at most 200 characters, got 201');
+  refused(
+    t,
+    edited((r) => delete r['name']),
+    'name',
+    'name is required',
+  );
+  refused(
+    t,
+    edited((r) => (r['name'] = '   ')),
+    'name',
+    'name is required',
+  );
+  refused(
+    t,
+    edited((r) => (r['name'] = 'x'.repeat(201))),
+    'name',
+    'name must be at most 200 characters, got 201',
+  );
   t.equal(validateCreateWorkflow(edited((r) => (r['name'] = '😀'.repeat(200)))).name.length, 400, '200 characters outside the BMP are fine');
-  refused(t, edited((r) => (r['name'] = 'a\nb')), 'name', 'name must not contain control characters');
-  refused(t, edited((r) => (r['name'] = 'a\u0000b')), 'name', 'name must not contain control characters');
-  refused(t, edited((r) => (r['name'] = 'a\u2028b')), 'name', 'name must not contain control characters');
+  refused(
+    t,
+    edited((r) => (r['name'] = 'a\nb')),
+    'name',
+    'name must not contain control characters',
+  );
+  refused(
+    t,
+    edited((r) => (r['name'] = 'a\u0000b')),
+    'name',
+    'name must not contain control characters',
+  );
+  refused(
+    t,
+    edited((r) => (r['name'] = 'a\u2028b')),
+    'name',
+    'name must not contain control characters',
+  );
 });
 
 t.test('workspace', async (t) => {
   const format = (bad: string) =>
     `workspace must be tokens of A-Z a-z 0-9 _ - separated by single dots, starting with a letter or digit (no whitespace, * or >, no leading, trailing or double dot), got ${JSON.stringify(bad)}`;
-  refused(t, edited((r) => delete r['workspace']), 'workspace', 'workspace is required');
+  refused(
+    t,
+    edited((r) => delete r['workspace']),
+    'workspace',
+    'workspace is required',
+  );
   for (const bad of ['-acme', '.x', 'a.', 'a..b', 'a*', 'a>', 'a.*', 'a b', 'a\tb', 'a/b', 'ünï']) {
-    refused(t, edited((r) => (r['workspace'] = bad)), 'workspace', format(bad));
+    refused(
+      t,
+      edited((r) => (r['workspace'] = bad)),
+      'workspace',
+      format(bad),
+    );
   }
-  refused(t, edited((r) => (r['workspace'] = 'x'.repeat(65))), 'workspace', 'workspace must be at most 64 characters, got 65');
-  for (const good of ['a', 'Acme_Corp-2.prod', 'a.b.c', 'team-1', 'a.-b', 'x'.repeat(64), '0']) t.equal(validateCreateWorkflow(edited((r) => (r['workspace'] = good))).workspace, good);
+  refused(
+    t,
+    edited((r) => (r['workspace'] = 'x'.repeat(65))),
+    'workspace',
+    'workspace must be at most 64 characters, got 65',
+  );
+  for (const good of ['a', 'Acme_Corp-2.prod', 'a.b.c', 'team-1', 'a.-b', 'x'.repeat(64), '0'])
+    t.equal(validateCreateWorkflow(edited((r) => (r['workspace'] = good))).workspace, good);
   t.throws(() => checkWorkspaceName('a b', 'name'), { message: format('a b').replace(/^workspace/, 'name') });
 });
 
 t.test('nodes: count and ids', async (t) => {
-  refused(t, edited((r) => (r.nodes = [])), 'nodes', 'nodes must hold at least one node');
-  refused(t, edited((r) => (r.nodes = Array.from({ length: 51 }, (_, i) => ({ id: `n${i}`, code: 'return 1' })))), 'nodes', 'nodes holds 51 nodes, over the limit of 50');
+  refused(
+    t,
+    edited((r) => (r.nodes = [])),
+    'nodes',
+    'nodes must hold at least one node',
+  );
+  refused(
+    t,
+    edited((r) => (r.nodes = Array.from({ length: 51 }, (_, i) => ({ id: `n${i}`, code: 'return 1' })))),
+    'nodes',
+    'nodes holds 51 nodes, over the limit of 50',
+  );
   t.equal(validateCreateWorkflow(edited((r) => (r.nodes = Array.from({ length: 50 }, (_, i) => ({ id: `n${i}`, code: 'return 1' }))))).nodes.length, 50);
-  refused(t, edited((r) => (r.nodes[1]!['id'] = '')), 'nodes[1].id', 'nodes[1].id is required');
+  refused(
+    t,
+    edited((r) => (r.nodes[1]!['id'] = '')),
+    'nodes[1].id',
+    'nodes[1].id is required',
+  );
   for (const bad of ['1st', 'a.b', 'a b', '-a', 'x'.repeat(65), 'é']) {
-    refused(t, edited((r) => (r.nodes[1]!['id'] = bad)), 'nodes[1].id', `nodes[1].id must be 1 to 64 characters of A-Z a-z 0-9 _ -, starting with a letter or _, got ${JSON.stringify(bad)}`);
+    refused(
+      t,
+      edited((r) => (r.nodes[1]!['id'] = bad)),
+      'nodes[1].id',
+      `nodes[1].id must be 1 to 64 characters of A-Z a-z 0-9 _ -, starting with a letter or _, got ${JSON.stringify(bad)}`,
+    );
   }
   for (const reserved of ['__proto__', 'constructor', 'prototype']) {
-    refused(t, edited((r) => (r.nodes[0]!['id'] = reserved)), 'nodes[0].id', `nodes[0].id ${JSON.stringify(reserved)} is reserved`);
+    refused(
+      t,
+      edited((r) => (r.nodes[0]!['id'] = reserved)),
+      'nodes[0].id',
+      `nodes[0].id ${JSON.stringify(reserved)} is reserved`,
+    );
   }
-  refused(t, edited((r) => (r.nodes[1]!['id'] = 'fetch')), 'nodes[1].id', 'nodes[1].id "fetch" is already the id of nodes[0]');
+  refused(
+    t,
+    edited((r) => (r.nodes[1]!['id'] = 'fetch')),
+    'nodes[1].id',
+    'nodes[1].id "fetch" is already the id of nodes[0]',
+  );
   t.equal(validateCreateWorkflow(edited((r) => (r.nodes[1]!['id'] = '_a-B_9'))).nodes[1]?.id, '_a-B_9');
 });
 
 t.test('nodes: code', async (t) => {
-  refused(t, edited((r) => (r.nodes[0]!['code'] = '')), 'nodes[0].code', 'nodes[0].code is empty: send a JavaScript body that ends with `return`');
-  refused(t, edited((r) => (r.nodes[0]!['code'] = ' \n\t')), 'nodes[0].code', 'nodes[0].code is empty: send a JavaScript body that ends with `return`');
+  refused(
+    t,
+    edited((r) => (r.nodes[0]!['code'] = '')),
+    'nodes[0].code',
+    'nodes[0].code is empty: send a JavaScript body that ends with `return`',
+  );
+  refused(
+    t,
+    edited((r) => (r.nodes[0]!['code'] = ' \n\t')),
+    'nodes[0].code',
+    'nodes[0].code is empty: send a JavaScript body that ends with `return`',
+  );
   const limits = { ...DEFAULT_WORKFLOW_LIMITS, maxCodeBytes: 10 };
   const twoNodes = (code: string): CreateWorkflowRequest =>
-    request({ name: 'x', workspace: 'w', nodes: [{ id: 'a', code: 'return 1;' }, { id: 'b', code }] });
+    request({
+      name: 'x',
+      workspace: 'w',
+      nodes: [
+        { id: 'a', code: 'return 1;' },
+        { id: 'b', code },
+      ],
+    });
   refused(t, twoNodes('return "é";'), 'nodes[1].code', 'nodes[1].code is 12 bytes, over the limit of 10 bytes', limits);
   t.equal(validateCreateWorkflow(twoNodes('return 12;'), limits).nodes[1]?.code, 'return 12;', 'exactly 10 bytes');
 });
 
 t.test('nodes: limits', async (t) => {
-  refused(t, edited((r) => (r.nodes[0]!['limits'] = { timeoutMs: 120_001 })), 'nodes[0].limits.timeoutMs', 'nodes[0].limits.timeoutMs must be at most 120000, got 120001');
+  refused(
+    t,
+    edited((r) => (r.nodes[0]!['limits'] = { timeoutMs: 120_001 })),
+    'nodes[0].limits.timeoutMs',
+    'nodes[0].limits.timeoutMs must be at most 120000, got 120001',
+  );
   t.equal(validateCreateWorkflow(edited((r) => (r.nodes[0]!['limits'] = { timeoutMs: 120_000 }))).nodes[0]?.limits.timeoutMs, 120_000);
-  refused(t, edited((r) => (r.nodes[0]!['limits'] = { memoryBytes: String(512 * MiB + 1) })), 'nodes[0].limits.memoryBytes', `nodes[0].limits.memoryBytes must be at most ${512 * MiB}, got ${512 * MiB + 1}`);
-  refused(t, edited((r) => (r.nodes[0]!['limits'] = { memoryBytes: '1024' })), 'nodes[0].limits.memoryBytes', `nodes[0].limits.memoryBytes must be 0 (the default) or at least ${4 * MiB}, got 1024`);
-  refused(t, edited((r) => (r.nodes[0]!['limits'] = { memoryBytes: '18446744073709551615' })), 'nodes[0].limits.memoryBytes', `nodes[0].limits.memoryBytes must be at most ${512 * MiB}, got 18446744073709551615`);
-  t.same(validateCreateWorkflow(edited((r) => (r.nodes[0]!['limits'] = { memoryBytes: String(4 * MiB) }))).nodes[0]?.limits, { timeoutMs: 0, memoryBytes: 4 * MiB });
+  refused(
+    t,
+    edited((r) => (r.nodes[0]!['limits'] = { memoryBytes: String(512 * MiB + 1) })),
+    'nodes[0].limits.memoryBytes',
+    `nodes[0].limits.memoryBytes must be at most ${512 * MiB}, got ${512 * MiB + 1}`,
+  );
+  refused(
+    t,
+    edited((r) => (r.nodes[0]!['limits'] = { memoryBytes: '1024' })),
+    'nodes[0].limits.memoryBytes',
+    `nodes[0].limits.memoryBytes must be 0 (the default) or at least ${4 * MiB}, got 1024`,
+  );
+  refused(
+    t,
+    edited((r) => (r.nodes[0]!['limits'] = { memoryBytes: '18446744073709551615' })),
+    'nodes[0].limits.memoryBytes',
+    `nodes[0].limits.memoryBytes must be at most ${512 * MiB}, got 18446744073709551615`,
+  );
+  t.same(validateCreateWorkflow(edited((r) => (r.nodes[0]!['limits'] = { memoryBytes: String(4 * MiB) }))).nodes[0]?.limits, {
+    timeoutMs: 0,
+    memoryBytes: 4 * MiB,
+  });
   const custom = { ...DEFAULT_WORKFLOW_LIMITS, maxTimeoutMs: 1000 };
-  refused(t, edited((r) => (r.nodes[0]!['limits'] = { timeoutMs: 1001 })), 'nodes[0].limits.timeoutMs', 'nodes[0].limits.timeoutMs must be at most 1000, got 1001', custom);
+  refused(
+    t,
+    edited((r) => (r.nodes[0]!['limits'] = { timeoutMs: 1001 })),
+    'nodes[0].limits.timeoutMs',
+    'nodes[0].limits.timeoutMs must be at most 1000, got 1001',
+    custom,
+  );
 });
 
 t.test('nodes: input and auth size and shape', async (t) => {
   const small = { ...DEFAULT_WORKFLOW_LIMITS, maxInputBytes: 100 };
   const sized = (input: JsonObject, auth: JsonObject): CreateWorkflowRequest =>
-    request({ name: 'x', workspace: 'w', nodes: [{ id: 'a', code: 'return 1' }, { id: 'b', code: 'return 1', input, auth }] });
+    request({
+      name: 'x',
+      workspace: 'w',
+      nodes: [
+        { id: 'a', code: 'return 1' },
+        { id: 'b', code: 'return 1', input, auth },
+      ],
+    });
   // {"input":{"v":"<n x>"},"auth":{}} is 28 + n bytes.
   t.equal(Buffer.byteLength(JSON.stringify({ input: { v: 'x'.repeat(72) }, auth: {} })), 100);
   t.doesNotThrow(() => validateCreateWorkflow(sized({ v: 'x'.repeat(72) }, {}), small), 'exactly the limit');
@@ -190,7 +314,10 @@ t.test('nodes: input and auth size and shape', async (t) => {
   };
   t.doesNotThrow(() => validateCreateWorkflow(sized(nest(32), {})), '32 levels of objects are fine');
   refused(t, sized(nest(33), {}), 'nodes[1].input', `nodes[1].input${'.d'.repeat(32)} is nested deeper than 32 levels`);
-  refused(t, sized({}, { a: [[[{}]]] }), 'nodes[1].auth', 'nodes[1].auth.a[0][0] is nested deeper than 3 levels', { ...DEFAULT_WORKFLOW_LIMITS, maxInputDepth: 3 });
+  refused(t, sized({}, { a: [[[{}]]] }), 'nodes[1].auth', 'nodes[1].auth.a[0][0] is nested deeper than 3 levels', {
+    ...DEFAULT_WORKFLOW_LIMITS,
+    maxInputDepth: 3,
+  });
   t.doesNotThrow(() => validateCreateWorkflow(sized({}, { a: [[1]] }), { ...DEFAULT_WORKFLOW_LIMITS, maxInputDepth: 3 }), '3 levels');
   const req = request();
   req.nodes[0]!.input = { n: Number.NaN };
@@ -228,7 +355,10 @@ t.test('nodes: templates are checked, naming the node and the field', async (t) 
     'nodes[1].input.ghost',
     'nodes[1].input.ghost: {{nodes.ghost.output}}: node "ghost" does not run before this node',
   );
-  const err = refusal(t, edited((r) => (r.nodes[0]!['input'] = { x: '{{}}' })));
+  const err = refusal(
+    t,
+    edited((r) => (r.nodes[0]!['input'] = { x: '{{}}' })),
+  );
   t.equal((err?.cause as { code?: string } | undefined)?.code, 'TEMPLATE_SYNTAX', 'the TemplateError is the cause');
   t.doesNotThrow(() => validateCreateWorkflow(edited((r) => (r.nodes[0]!['auth'] = { key: '{{not a template' }))), 'auth is never a template');
   t.doesNotThrow(() => validateCreateWorkflow(edited((r) => (r.nodes[0]!['input'] = { x: '\\{{literal' }))), 'escaped braces are fine');
@@ -249,24 +379,38 @@ t.test('webhook auth method and rate limit', async (t) => {
   req.webhook!.authMethod = 9 as AuthMethod;
   refused(t, req, 'webhook.authMethod', 'webhook.authMethod 9 is not a known AuthMethod');
   t.equal(
-    validateCreateWorkflow(edited((r) => (r['webhook'] = { authMethod: 'AUTH_METHOD_NONE', url: 'ignored', secret: 'ignored', webhookId: 'ignored' }))).authMethod,
+    validateCreateWorkflow(edited((r) => (r['webhook'] = { authMethod: 'AUTH_METHOD_NONE', url: 'ignored', secret: 'ignored', webhookId: 'ignored' })))
+      .authMethod,
     'none',
     'output-only webhook fields are ignored',
   );
-  refused(t, edited((r) => (r['rateLimitPerSecond'] = 100_001)), 'rateLimitPerSecond', 'rateLimitPerSecond must be at most 100000, got 100001');
+  refused(
+    t,
+    edited((r) => (r['rateLimitPerSecond'] = 100_001)),
+    'rateLimitPerSecond',
+    'rateLimitPerSecond must be at most 100000, got 100001',
+  );
   t.equal(validateCreateWorkflow(edited((r) => (r['rateLimitPerSecond'] = 100_000))).rateLimitPerSecond, 100_000);
 });
 
 t.test('checks run in field order: the first problem is reported', async (t) => {
   refused(t, request({ name: '', workspace: '', nodes: [] }), 'name', 'name is required');
   refused(t, request({ name: 'x', workspace: '', nodes: [] }), 'workspace', 'workspace is required');
-  refused(t, request({ name: 'x', workspace: 'w', nodes: [{ id: 'a', code: '' }, { id: '' }] }), 'nodes[0].code', 'nodes[0].code is empty: send a JavaScript body that ends with `return`');
+  refused(
+    t,
+    request({ name: 'x', workspace: 'w', nodes: [{ id: 'a', code: '' }, { id: '' }] }),
+    'nodes[0].code',
+    'nodes[0].code is empty: send a JavaScript body that ends with `return`',
+  );
 });
 
 t.test('ids of requests', async (t) => {
   t.doesNotThrow(() => checkWorkflowId('wf_0123456789abcdefghjk'));
   t.throws(() => checkWorkflowId(''), { message: 'id is required', field: 'id' });
-  t.throws(() => checkWorkflowId('wf_123', 'workflowId'), { message: 'workflowId "wf_123" is not a workflow id (wf_ and 20 characters of 0-9 a-z)', field: 'workflowId' });
+  t.throws(() => checkWorkflowId('wf_123', 'workflowId'), {
+    message: 'workflowId "wf_123" is not a workflow id (wf_ and 20 characters of 0-9 a-z)',
+    field: 'workflowId',
+  });
   t.throws(() => checkExecutionId('ex_1'), { message: 'id "ex_1" is not an execution id (ex_ and 26 characters of 0-9 a-z)' });
   t.doesNotThrow(() => checkExecutionId(`ex_${'0'.repeat(26)}`));
 });
@@ -286,7 +430,9 @@ t.test('webhook URL and base URL', async (t) => {
   t.equal(normalizeBaseUrl('https://Example.COM/prefix/'), 'https://example.com/prefix');
   t.throws(() => normalizeBaseUrl('example.com'), { message: 'LDBOX_BASE_URL must be an absolute http or https URL, got "example.com"' });
   for (const bad of ['ftp://x', 'https://u:p@x', 'https://x/?q=1', 'https://x/#f']) {
-    t.throws(() => normalizeBaseUrl(bad), { message: `LDBOX_BASE_URL must be an http or https URL without credentials, query or fragment, got ${JSON.stringify(bad)}` });
+    t.throws(() => normalizeBaseUrl(bad), {
+      message: `LDBOX_BASE_URL must be an http or https URL without credentials, query or fragment, got ${JSON.stringify(bad)}`,
+    });
   }
 });
 
@@ -353,7 +499,7 @@ t.test('a record as the proto message, in Connect JSON', async (t) => {
   t.same(record.nodes[0]?.auth, { api_key: 'k-123', nested: { token: 't', port: 443 } }, 'the record keeps the auth values');
 });
 
-t.test('webhook message: warnings and the previous secret\'s expiry', async (t) => {
+t.test("webhook message: warnings and the previous secret's expiry", async (t) => {
   const { record } = newRecord();
   const rotated = rotateWebhookSecret(record.webhook.auth, { now: NOW });
   const r2: WorkflowRecord = { ...record, webhook: { ...record.webhook, auth: rotated.state } };
@@ -364,7 +510,10 @@ t.test('webhook message: warnings and the previous secret\'s expiry', async (t) 
   t.equal(json.webhook['previousSecretExpiresAt'], '2025-03-02T12:00:00Z');
   const later = toProtoWebhook(r2, { baseUrl: BASE, now: new Date('2025-03-02T12:00:00Z') });
   t.equal(later.previousSecretExpiresAt, undefined, 'not shown once expired');
-  const orphan: WorkflowRecord = { ...record, webhook: { ...record.webhook, auth: { method: 'legacy', secretHash: null, previousSecretHash: null, previousSecretExpiresAt: null } } };
+  const orphan: WorkflowRecord = {
+    ...record,
+    webhook: { ...record.webhook, auth: { method: 'legacy', secretHash: null, previousSecretHash: null, previousSecretExpiresAt: null } },
+  };
   const w = toProtoWebhook(orphan, { baseUrl: BASE, now: NOW });
   t.equal(w.authMethod, AuthMethod.UNSPECIFIED);
   t.equal(w.hasSecret, false);

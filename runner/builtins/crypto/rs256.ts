@@ -37,10 +37,7 @@ export const signWithRS256: SyncBuiltin = (args) => {
     throw new GuestFacingError('TypeError', `${FN}(data, privateKey, options?): data must be a string, got ${describe(data, args.length < 1)}`);
   }
   if (typeof privateKey !== 'string') {
-    throw new GuestFacingError(
-      'TypeError',
-      `${FN}(data, privateKey, options?): privateKey must be a PEM string, got ${describe(privateKey, args.length < 2)}`,
-    );
+    throw new GuestFacingError('TypeError', `${FN}(data, privateKey, options?): privateKey must be a PEM string, got ${describe(privateKey, args.length < 2)}`);
   }
   const encoding = encodingOption(options);
   const key = readPrivateKey(privateKey);
@@ -80,7 +77,14 @@ function readPrivateKey(input: string): KeyObject {
   const pem = input.includes('\\n') ? input.replace(/\\r\\n|\\n/g, '\n') : input;
   const blocks = pemBlocks(pem);
   const block = blocks.find((b) => b.label === 'RSA PRIVATE KEY' || b.label === 'PRIVATE KEY' || b.label === 'ENCRYPTED PRIVATE KEY');
-  if (!block) throw new GuestFacingError('Error', `${FN}: ${whatInstead(pem, blocks.map((b) => b.label))}`);
+  if (!block)
+    throw new GuestFacingError(
+      'Error',
+      `${FN}: ${whatInstead(
+        pem,
+        blocks.map((b) => b.label),
+      )}`,
+    );
   if (block.label === 'ENCRYPTED PRIVATE KEY' || /Proc-Type:|DEK-Info:/.test(block.body)) {
     throw new GuestFacingError('Error', `${FN}: the private key is encrypted (protected by a passphrase); decrypt it first, e.g. with openssl pkey`);
   }

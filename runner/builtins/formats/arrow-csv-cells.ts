@@ -224,7 +224,9 @@ function locate(chunks: readonly Data[], k: number): { data: Data; index: number
 
 function jsonOfValue(v: unknown): string {
   try {
-    return JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x instanceof Uint8Array ? Buffer.from(x).toString('base64') : x)) ?? '';
+    return (
+      JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x instanceof Uint8Array ? Buffer.from(x).toString('base64') : x)) ?? ''
+    );
   } catch {
     return String(v);
   }

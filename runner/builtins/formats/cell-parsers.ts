@@ -13,7 +13,7 @@ const PLUS = 43;
 const DOT = 46;
 
 /** Exact powers of ten (every one up to 1e22 is a double without rounding). */
-const POW10 = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22];
+const POW10 = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22];
 
 const INT64_MAX = '9223372036854775807';
 const INT64_MIN_ABS = '9223372036854775808';

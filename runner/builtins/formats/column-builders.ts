@@ -1,18 +1,6 @@
 import type { Data, DataType, Field } from 'apache-arrow';
 import { boolValue, NUM_FLOAT, NUM_INT, numberKind, parseFloatSpan, Utf8Sink, writeInt64 } from './cell-parsers.js';
-import {
-  type ColumnType,
-  itemOf,
-  kindOf,
-  type ListItemSink,
-  parseList,
-  T_BOOL,
-  T_FLOAT,
-  T_INT,
-  T_LIST,
-  T_NULL,
-  T_STRING,
-} from './column-types.js';
+import { type ColumnType, itemOf, kindOf, type ListItemSink, parseList, T_BOOL, T_FLOAT, T_INT, T_LIST, T_NULL, T_STRING } from './column-types.js';
 import { type CsvTokenizer, ESCAPED } from './csv-tokenizer.js';
 import { arrowLib } from './format-libs.js';
 
@@ -26,12 +14,7 @@ export class ChunkArena {
   private readonly sinks = new Map<string, Utf8Sink>();
   private readonly lists = new Map<string, ListItems>();
 
-  private take<T extends Uint8Array | Int32Array | Float64Array | BigInt64Array>(
-    key: string,
-    make: (n: number) => T,
-    length: number,
-    zero: boolean,
-  ): T {
+  private take<T extends Uint8Array | Int32Array | Float64Array | BigInt64Array>(key: string, make: (n: number) => T, length: number, zero: boolean): T {
     let a = this.arrays.get(key) as T | undefined;
     if (!a || a.length < length) {
       a = make(Math.max(length, a ? a.length * 2 : 0));

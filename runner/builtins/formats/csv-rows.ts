@@ -124,7 +124,13 @@ const SPECIALS = [44, 34, 10, 13];
 /** Prepares column `data` (whose cell writer is `writer`) for writeRows. */
 export function planColumn(data: Data, writer: CellWriter, plan = new ColumnPlan()): ColumnPlan {
   const T = arrowLib().Type;
-  const type = data.type as unknown as { typeId: number; bitWidth: number; isSigned: boolean; precision: number; children?: { type: { typeId: number; bitWidth: number; isSigned: boolean; precision: number } }[] };
+  const type = data.type as unknown as {
+    typeId: number;
+    bitWidth: number;
+    isSigned: boolean;
+    precision: number;
+    children?: { type: { typeId: number; bitWidth: number; isSigned: boolean; precision: number } }[];
+  };
   setValidity(plan, data, false);
   plan.kind = K_CELL;
   plan.data = data;
@@ -199,7 +205,8 @@ const DIGITS = (() => {
 
 /** A non-negative integer below 2^31, in decimal at p; returns the position after it. */
 function putSmall(buf: Uint8Array, p: number, v: number): number {
-  const n = v < 10 ? 1 : v < 100 ? 2 : v < 1000 ? 3 : v < 10000 ? 4 : v < 100000 ? 5 : v < 1000000 ? 6 : v < 10000000 ? 7 : v < 100000000 ? 8 : v < 1000000000 ? 9 : 10;
+  const n =
+    v < 10 ? 1 : v < 100 ? 2 : v < 1000 ? 3 : v < 10000 ? 4 : v < 100000 ? 5 : v < 1000000 ? 6 : v < 10000000 ? 7 : v < 100000000 ? 8 : v < 1000000000 ? 9 : 10;
   let e = p + n;
   while (v >= 100) {
     const q = (v / 100) | 0;

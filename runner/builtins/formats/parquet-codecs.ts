@@ -29,10 +29,7 @@ export function compressionOption(fn: string, options: unknown): CompressionName
   const name = value.toLowerCase();
   if (name === 'lz4_raw') return 'lz4';
   if ((COMPRESSIONS as readonly string[]).includes(name)) return name as CompressionName;
-  throw new GuestFacingError(
-    'RangeError',
-    `${fn}: unknown compression ${JSON.stringify(value.slice(0, 40))}; use one of ${COMPRESSIONS.join(', ')}`,
-  );
+  throw new GuestFacingError('RangeError', `${fn}: unknown compression ${JSON.stringify(value.slice(0, 40))}; use one of ${COMPRESSIONS.join(', ')}`);
 }
 
 /**

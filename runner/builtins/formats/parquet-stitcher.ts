@@ -118,10 +118,7 @@ export class ParquetStitcher {
         }
       }
     }
-    const rowGroups: OutField[][] = this.groups.map((g) => [
-      { id: 1, type: T_LIST, items: g.columns.map(columnChunkFields) },
-      ...g.rest,
-    ]);
+    const rowGroups: OutField[][] = this.groups.map((g) => [{ id: 1, type: T_LIST, items: g.columns.map(columnChunkFields) }, ...g.rest]);
     const footer: OutField[] = [];
     for (const f of this.meta) {
       if (f.id === 3) footer.push({ id: 3, type: T_I64, int: this.rows });

@@ -67,7 +67,9 @@ const BASE64_CHARS = /^[A-Za-z0-9+/\-_]*={0,2}$/;
 /** Strict base64 (standard or URL alphabet, whitespace allowed) to bytes. */
 export function decodeBase64(s: string): Buffer {
   if (s.length > FORMAT_LIMITS.maxParquetBase64Chars) {
-    throw new ConversionInputError(`the Parquet file is ${(s.length / MiB).toFixed(1)} MiB of base64, over the limit of ${FORMAT_LIMITS.maxParquetBase64Chars / MiB} MiB`);
+    throw new ConversionInputError(
+      `the Parquet file is ${(s.length / MiB).toFixed(1)} MiB of base64, over the limit of ${FORMAT_LIMITS.maxParquetBase64Chars / MiB} MiB`,
+    );
   }
   const fast = decodeCleanBase64(s);
   if (fast) return fast;
@@ -121,7 +123,11 @@ export function parquetToCsv(file: Uint8Array, ctx: BuiltinContext, stats?: Parq
   const writers = fields.map((f) => csvCellWriter(f.type, f));
   const plans = fields.map(() => new ColumnPlan());
   const ffi = ffiReadable(schema);
-  const out = new ByteWriter(Math.max(16 * MiB, 12 * file.byteLength), FORMAT_LIMITS.maxCsvOutputBytes, `the CSV would be larger than the limit of ${FORMAT_LIMITS.maxCsvOutputBytes / MiB} MiB`);
+  const out = new ByteWriter(
+    Math.max(16 * MiB, 12 * file.byteLength),
+    FORMAT_LIMITS.maxCsvOutputBytes,
+    `the CSV would be larger than the limit of ${FORMAT_LIMITS.maxCsvOutputBytes / MiB} MiB`,
+  );
   for (let c = 0; c < fields.length; c++) {
     if (c) out.byte(44);
     const name = Buffer.from(fields[c]!.name, 'utf8');

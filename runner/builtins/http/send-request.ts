@@ -109,10 +109,13 @@ export async function sendRequest(prepared: PreparedRequest, options: SendOption
   const controller = new AbortController();
   const signal = controller.signal;
   let timedOut = false;
-  const timeout = setTimeout(() => {
-    timedOut = true;
-    controller.abort(new Error('timeout'));
-  }, userTimeout ? options.timeoutMs : remaining);
+  const timeout = setTimeout(
+    () => {
+      timedOut = true;
+      controller.abort(new Error('timeout'));
+    },
+    userTimeout ? options.timeoutMs : remaining,
+  );
   const unregister = ctx.onEnd(() => controller.abort(new Error('the sandbox call ended')));
 
   let method: HttpMethod = prepared.method;

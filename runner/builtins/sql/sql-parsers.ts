@@ -229,7 +229,15 @@ const AST_TYPE_NAMES: Readonly<Record<string, string>> = {
  * READUNCOMMITTED, READPAST, NOWAIT, SNAPSHOT, READCOMMITTED and index hints stay allowed.
  */
 export const LOCKING_HINTS: ReadonlySet<string> = new Set([
-  'updlock', 'xlock', 'holdlock', 'serializable', 'repeatableread', 'readcommittedlock', 'tablock', 'tablockx', 'rowlock',
+  'updlock',
+  'xlock',
+  'holdlock',
+  'serializable',
+  'repeatableread',
+  'readcommittedlock',
+  'tablock',
+  'tablockx',
+  'rowlock',
   'paglock',
 ]);
 
@@ -288,7 +296,11 @@ function findWriteInside(root: Record<string, unknown>): Classification | undefi
     }
     // T-SQL: FROM t WITH (UPDLOCK) parses to table_hint: {keyword: 'with', expr: [{expr: {value: 'updlock'}}]}.
     if (node.table_hint !== undefined && node.table_hint !== null) {
-      const hint = (JSON.stringify(node.table_hint).toLowerCase().match(/[a-z]+/g) ?? []).find((w) => LOCKING_HINTS.has(w));
+      const hint = (
+        JSON.stringify(node.table_hint)
+          .toLowerCase()
+          .match(/[a-z]+/g) ?? []
+      ).find((w) => LOCKING_HINTS.has(w));
       if (hint) return { kind: 'write', type: `SELECT ... WITH (${hint.toUpperCase()})` };
     }
     for (const v of Object.values(node)) if (v !== null && typeof v === 'object') stack.push(v);

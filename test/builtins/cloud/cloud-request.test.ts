@@ -119,7 +119,15 @@ const send: SendRequest = (prepared, options, ctx) => {
   return new Promise((resolve, reject) => {
     const u = new URL(prepared.url);
     const req = http.request(
-      { host: u.hostname, port: u.port, path: `${u.pathname}${u.search}`, method: prepared.method, headers: prepared.headers, agent: false, signal: ctx.signal },
+      {
+        host: u.hostname,
+        port: u.port,
+        path: `${u.pathname}${u.search}`,
+        method: prepared.method,
+        headers: prepared.headers,
+        agent: false,
+        signal: ctx.signal,
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -168,7 +176,7 @@ t.test('a JSON POST with an awkward path and query is signed so that the server 
   const { result, got, sent, sendOptions } = await call({
     method: 'post',
     url: `${base}/prod/items/a b:c(1)/./x?q=hello world&list=2&list=1&flag&plus=a+b&lit=%2B&uni=ü&ap='*'#fragment`,
-    headers: { 'X-Custom': '  spaced   value ', 'Accept': 'application/json' },
+    headers: { 'X-Custom': '  spaced   value ', Accept: 'application/json' },
     body: { name: 'widget', count: 3 },
     region: 'eu-west-1',
     service: 'execute-api',
@@ -283,8 +291,19 @@ t.test('responseType and timeout go to send; the result is what send returns', a
 });
 
 t.test('the server refuses a request changed after signing (the check is not vacuous)', async (t) => {
-  const tamper = (change: (p: PreparedRequest) => PreparedRequest): SendRequest => (p, o, c) => send(change(p), o, c);
-  const options = { method: 'POST', url: `${base}/x?a=1`, headers: { 'x-custom': 'v' }, body: 'payload', region: 'us-east-1', service: 'execute-api', credentials };
+  const tamper =
+    (change: (p: PreparedRequest) => PreparedRequest): SendRequest =>
+    (p, o, c) =>
+      send(change(p), o, c);
+  const options = {
+    method: 'POST',
+    url: `${base}/x?a=1`,
+    headers: { 'x-custom': 'v' },
+    body: 'payload',
+    region: 'us-east-1',
+    service: 'execute-api',
+    credentials,
+  };
   const cases: [string, (p: PreparedRequest) => PreparedRequest][] = [
     ['body', (p) => ({ ...p, body: 'payload!' })],
     ['signed header', (p) => ({ ...p, headers: { ...p.headers, 'x-custom': 'w' } })],
@@ -308,7 +327,11 @@ t.test('option checks: exact TypeErrors that never show a secret', async (t) => 
   const cases: [string, unknown[], string][] = [
     ['no options', [], 'ld.cloudRequest takes an options object { method, url, region, service, credentials, ... }, got undefined'],
     ['a string', ['https://example.com'], 'ld.cloudRequest takes an options object { method, url, region, service, credentials, ... }, got a string'],
-    ['an unknown option', [{ ...ok, params: { a: 1 } }], 'ld.cloudRequest: unknown option "params" (the options are method, url, headers, body, region, service, credentials, responseType, timeout)'],
+    [
+      'an unknown option',
+      [{ ...ok, params: { a: 1 } }],
+      'ld.cloudRequest: unknown option "params" (the options are method, url, headers, body, region, service, credentials, responseType, timeout)',
+    ],
     ['no method', [{ ...ok, method: undefined }], 'ld.cloudRequest: method is required (GET, POST, PUT, PATCH, DELETE)'],
     ['a bad method', [{ ...ok, method: 'FETCH' }], 'ld.cloudRequest: method must be one of GET, POST, PUT, PATCH, DELETE, got "FETCH"'],
     ['HEAD (as ld.request)', [{ ...ok, method: 'HEAD' }], 'ld.cloudRequest: method must be one of GET, POST, PUT, PATCH, DELETE, got "HEAD"'],
@@ -316,28 +339,80 @@ t.test('option checks: exact TypeErrors that never show a secret', async (t) => 
     ['a url that is not a string', [{ ...ok, url: 42 }], 'ld.cloudRequest: url must be a string, got a number'],
     ['a relative url', [{ ...ok, url: `/path?secret=${SECRET}` }], 'ld.cloudRequest: url is not a valid absolute URL'],
     ['an ftp url', [{ ...ok, url: `ftp://example.com/${SECRET}` }], 'ld.cloudRequest: url must use http: or https:'],
-    ['a url with a password', [{ ...ok, url: `https://user:${encodeURIComponent(SECRET)}@example.com/` }], 'ld.cloudRequest: url must not contain a user name or password'],
-    ['a url with bytes that are not UTF-8', [{ ...ok, url: 'https://example.com/?q=%FF' }], 'ld.cloudRequest: url has percent-encoded bytes that are not UTF-8'],
+    [
+      'a url with a password',
+      [{ ...ok, url: `https://user:${encodeURIComponent(SECRET)}@example.com/` }],
+      'ld.cloudRequest: url must not contain a user name or password',
+    ],
+    [
+      'a url with bytes that are not UTF-8',
+      [{ ...ok, url: 'https://example.com/?q=%FF' }],
+      'ld.cloudRequest: url has percent-encoded bytes that are not UTF-8',
+    ],
     ['headers as an array', [{ ...ok, headers: [['a', 'b']] }], 'ld.cloudRequest: headers must be an object, got an array'],
     ['a bad header name', [{ ...ok, headers: { 'bad name': 'x' } }], 'ld.cloudRequest: "bad name" is not a valid header name'],
-    ['an object header value', [{ ...ok, headers: { 'x-a': { secret: SECRET } } }], 'ld.cloudRequest: the value of header "x-a" must be a string, got an object'],
-    ['a header with a line break', [{ ...ok, headers: { 'x-a': `${SECRET}\r\nx-b: 1` } }], 'ld.cloudRequest: the value of header "x-a" must be ASCII text without line breaks'],
+    [
+      'an object header value',
+      [{ ...ok, headers: { 'x-a': { secret: SECRET } } }],
+      'ld.cloudRequest: the value of header "x-a" must be a string, got an object',
+    ],
+    [
+      'a header with a line break',
+      [{ ...ok, headers: { 'x-a': `${SECRET}\r\nx-b: 1` } }],
+      'ld.cloudRequest: the value of header "x-a" must be ASCII text without line breaks',
+    ],
     ['a non-ASCII header value', [{ ...ok, headers: { 'x-a': 'é' } }], 'ld.cloudRequest: the value of header "x-a" must be ASCII text without line breaks'],
     ['a number body', [{ ...ok, body: 42 }], 'ld.cloudRequest: body must be an object, a string or a byte array, got a number'],
-    ['an array form body', [{ ...ok, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: [{ a: 1 }] }], 'ld.cloudRequest: an application/x-www-form-urlencoded body must be an object, a string or a byte array, got an array'],
+    [
+      'an array form body',
+      [{ ...ok, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: [{ a: 1 }] }],
+      'ld.cloudRequest: an application/x-www-form-urlencoded body must be an object, a string or a byte array, got an array',
+    ],
     ['no region', [{ ...ok, region: undefined }], 'ld.cloudRequest: region is required'],
     ['an empty region', [{ ...ok, region: '' }], 'ld.cloudRequest: region must be a non-empty string, got a string'],
     ['a region with a slash', [{ ...ok, region: 'us-east-1/x' }], 'ld.cloudRequest: region may contain only letters, digits, ".", "_" and "-"'],
     ['a service that is not a string', [{ ...ok, service: ['s3'] }], 'ld.cloudRequest: service must be a non-empty string, got an array'],
     ['no credentials', [{ ...ok, credentials: undefined }], 'ld.cloudRequest: credentials is required ({ accessKeyId, secretAccessKey, sessionToken? })'],
-    ['credentials as a string', [{ ...ok, credentials: `${ACCESS_KEY_ID}:${SECRET}` }], 'ld.cloudRequest: credentials must be an object { accessKeyId, secretAccessKey, sessionToken? }, got a string'],
-    ['no access key id', [{ ...ok, credentials: { secretAccessKey: SECRET } }], 'ld.cloudRequest: credentials.accessKeyId must be a non-empty string, got undefined'],
-    ['STS-style capitalised keys', [{ ...ok, credentials: { AccessKeyId: ACCESS_KEY_ID, SecretAccessKey: SECRET } }], 'ld.cloudRequest: credentials.accessKeyId must be a non-empty string, got undefined'],
-    ['an access key id with a slash', [{ ...ok, credentials: { accessKeyId: `${SECRET}`, secretAccessKey: SECRET } }], 'ld.cloudRequest: credentials.accessKeyId may contain only visible ASCII characters other than "/" and ","'],
-    ['no secret', [{ ...ok, credentials: { accessKeyId: ACCESS_KEY_ID } }], 'ld.cloudRequest: credentials.secretAccessKey must be a non-empty string, got undefined'],
-    ['a secret that is not a string', [{ ...ok, credentials: { accessKeyId: ACCESS_KEY_ID, secretAccessKey: 12345678 } }], 'ld.cloudRequest: credentials.secretAccessKey must be a non-empty string, got a number'],
-    ['a token that is not a string', [{ ...ok, credentials: { ...credentials, sessionToken: { token: TOKEN } } }], 'ld.cloudRequest: credentials.sessionToken must be a string, got an object'],
-    ['a token with a line break', [{ ...ok, credentials: { ...credentials, sessionToken: `${TOKEN}\n` } }], 'ld.cloudRequest: credentials.sessionToken may contain only visible ASCII characters'],
+    [
+      'credentials as a string',
+      [{ ...ok, credentials: `${ACCESS_KEY_ID}:${SECRET}` }],
+      'ld.cloudRequest: credentials must be an object { accessKeyId, secretAccessKey, sessionToken? }, got a string',
+    ],
+    [
+      'no access key id',
+      [{ ...ok, credentials: { secretAccessKey: SECRET } }],
+      'ld.cloudRequest: credentials.accessKeyId must be a non-empty string, got undefined',
+    ],
+    [
+      'STS-style capitalised keys',
+      [{ ...ok, credentials: { AccessKeyId: ACCESS_KEY_ID, SecretAccessKey: SECRET } }],
+      'ld.cloudRequest: credentials.accessKeyId must be a non-empty string, got undefined',
+    ],
+    [
+      'an access key id with a slash',
+      [{ ...ok, credentials: { accessKeyId: `${SECRET}`, secretAccessKey: SECRET } }],
+      'ld.cloudRequest: credentials.accessKeyId may contain only visible ASCII characters other than "/" and ","',
+    ],
+    [
+      'no secret',
+      [{ ...ok, credentials: { accessKeyId: ACCESS_KEY_ID } }],
+      'ld.cloudRequest: credentials.secretAccessKey must be a non-empty string, got undefined',
+    ],
+    [
+      'a secret that is not a string',
+      [{ ...ok, credentials: { accessKeyId: ACCESS_KEY_ID, secretAccessKey: 12345678 } }],
+      'ld.cloudRequest: credentials.secretAccessKey must be a non-empty string, got a number',
+    ],
+    [
+      'a token that is not a string',
+      [{ ...ok, credentials: { ...credentials, sessionToken: { token: TOKEN } } }],
+      'ld.cloudRequest: credentials.sessionToken must be a string, got an object',
+    ],
+    [
+      'a token with a line break',
+      [{ ...ok, credentials: { ...credentials, sessionToken: `${TOKEN}\n` } }],
+      'ld.cloudRequest: credentials.sessionToken may contain only visible ASCII characters',
+    ],
     ['a bad responseType', [{ ...ok, responseType: 'xml' }], 'ld.cloudRequest: responseType must be one of json, text, stream, binary, got "xml"'],
     ['a negative timeout', [{ ...ok, timeout: -5 }], 'ld.cloudRequest: timeout must be a positive number of milliseconds, got -5'],
     ['a string timeout', [{ ...ok, timeout: '100' }], 'ld.cloudRequest: timeout must be a positive number of milliseconds, got "100"'],
@@ -361,7 +436,10 @@ t.test('option checks: exact TypeErrors that never show a secret', async (t) => 
 
 t.test('FormData is refused: a signed request needs its exact body', async (t) => {
   const { GuestFormData } = await import('../../../runner/builtins/guest-boundary.js');
-  const err = await cloudRequest([{ method: 'POST', url: `${base}/`, region: 'us-east-1', service: 's3', credentials, body: new GuestFormData([['a', 'b']]) }], context()).then(
+  const err = await cloudRequest(
+    [{ method: 'POST', url: `${base}/`, region: 'us-east-1', service: 's3', credentials, body: new GuestFormData([['a', 'b']]) }],
+    context(),
+  ).then(
     () => undefined,
     (e: unknown) => e as GuestFacingError,
   );

@@ -43,7 +43,10 @@ export function uriEncode(s: string): string {
 export function canonicalRequest(r: ReceivedRequest): string {
   let uri: string;
   if (r.s3) {
-    uri = r.path.split('/').map((seg) => uriEncode(decodeURIComponent(seg))).join('/');
+    uri = r.path
+      .split('/')
+      .map((seg) => uriEncode(decodeURIComponent(seg)))
+      .join('/');
   } else {
     const segments: string[] = [];
     for (const seg of r.path.split('/')) {

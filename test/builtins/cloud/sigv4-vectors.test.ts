@@ -51,11 +51,11 @@ const DOCUMENTED: Readonly<Record<string, Documented>> = {
   'get-relative-relative': {
     why:
       'URL parsing resolves the dot segments before anything is sent, so the request-target is / rather than ' +
-      '/example1/example2/../..; the canonical path is / either way, so the Authorization is the suite\'s.',
+      "/example1/example2/../..; the canonical path is / either way, so the Authorization is the suite's.",
     target: '/',
   },
   'get-vanilla-utf8-query': {
-    why: 'The query goes on the wire percent-encoded (the suite writes raw UTF-8); the Authorization is the suite\'s.',
+    why: "The query goes on the wire percent-encoded (the suite writes raw UTF-8); the Authorization is the suite's.",
     target: '/?%E1%88%B4=bar',
   },
 };
@@ -134,7 +134,12 @@ const CASES = readdirSync(FIXTURES, { withFileTypes: true })
 
 t.test('the fixtures are the 17 cases named in SOURCE.md, and the reference signer reproduces them', async (t) => {
   const source = readFileSync(new URL('SOURCE.md', FIXTURES), 'utf8');
-  const listed = /Cases copied \(17\): ([\s\S]*?)\.\n/.exec(source)?.[1]?.replace(/\([^)]*\)/g, '').split(',').map((s) => s.trim()).sort();
+  const listed = /Cases copied \(17\): ([\s\S]*?)\.\n/
+    .exec(source)?.[1]
+    ?.replace(/\([^)]*\)/g, '')
+    .split(',')
+    .map((s) => s.trim())
+    .sort();
   t.same(CASES, listed);
   for (const name of CASES) {
     const creq = read(name, 'creq');
@@ -156,7 +161,10 @@ for (const name of CASES) {
       const [from, to] = documented.creq;
       const creq = read(name, 'creq');
       t.ok(creq.split('\n').includes(from), `the suite's canonical request has the line ${from}`);
-      const ours = creq.split('\n').map((l) => (l === from ? to : l)).join('\n');
+      const ours = creq
+        .split('\n')
+        .map((l) => (l === from ? to : l))
+        .join('\n');
       expectedAuthz = authz.replace(/Signature=[0-9a-f]{64}$/, `Signature=${signature(ours, SCOPE)}`);
       t.not(expectedAuthz, authz, `documented difference: ${documented.why}`);
     }

@@ -146,11 +146,23 @@ t.test('bad keys: a readable error that never holds any line of the key', async 
   const lines = pkcs8.split('\n');
   const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
   const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
-  const withLine = (pem: string, n: number, f: (line: string) => string) => pem.split('\n').map((l, i) => (i === n ? f(l) : l)).join('\n');
+  const withLine = (pem: string, n: number, f: (line: string) => string) =>
+    pem
+      .split('\n')
+      .map((l, i) => (i === n ? f(l) : l))
+      .join('\n');
   const cases: { name: string; key: string; message: string }[] = [
-    { name: 'garbage', key: 'this is certainly not a private key', message: 'privateKey is not a PEM private key (expected a PRIVATE KEY or RSA PRIVATE KEY block)' },
+    {
+      name: 'garbage',
+      key: 'this is certainly not a private key',
+      message: 'privateKey is not a PEM private key (expected a PRIVATE KEY or RSA PRIVATE KEY block)',
+    },
     { name: 'an empty string', key: '', message: 'privateKey is an empty string' },
-    { name: 'base64 without PEM lines', key: lines.slice(1, -2).join(''), message: 'privateKey is not a PEM private key (expected a PRIVATE KEY or RSA PRIVATE KEY block)' },
+    {
+      name: 'base64 without PEM lines',
+      key: lines.slice(1, -2).join(''),
+      message: 'privateKey is not a PEM private key (expected a PRIVATE KEY or RSA PRIVATE KEY block)',
+    },
     { name: 'a PEM cut short', key: lines.slice(0, 12).join('\n'), message: 'the PEM is incomplete: its PRIVATE KEY block has no END line (truncated?)' },
     {
       name: 'a PEM body cut short',
@@ -173,7 +185,11 @@ t.test('bad keys: a readable error that never holds any line of the key', async 
       key: withLine(pkcs8, 3, (l) => `${l.slice(0, 30)}${l[30] === 'A' ? 'B' : 'A'}${l.slice(31)}`),
       message: 'the private key is damaged: its parts do not belong together',
     },
-    { name: 'a public key', key: fixture('rfc7515-a2/key.public.spki.pem'), message: 'not an RSA private key: the PEM holds a public key (signing needs the private key)' },
+    {
+      name: 'a public key',
+      key: fixture('rfc7515-a2/key.public.spki.pem'),
+      message: 'not an RSA private key: the PEM holds a public key (signing needs the private key)',
+    },
     {
       name: 'an EC key (SEC1)',
       key: ec.export({ format: 'pem', type: 'sec1' }).toString(),
@@ -205,14 +221,25 @@ t.test('bad keys: a readable error that never holds any line of the key', async 
       key: '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n',
       message: 'the key is in OpenSSH format; convert it to PEM first (ssh-keygen -p -m PEM, or openssl pkey)',
     },
-    { name: 'a certificate', key: '-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----', message: 'not an RSA private key: the PEM holds a certificate (signing needs the private key)' },
-    { name: 'an oversized value', key: `${pkcs8}${'A'.repeat(70_000)}`, message: `privateKey is ${pkcs8.length + 70_000} characters long, too long for a PEM private key` },
+    {
+      name: 'a certificate',
+      key: '-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----',
+      message: 'not an RSA private key: the PEM holds a certificate (signing needs the private key)',
+    },
+    {
+      name: 'an oversized value',
+      key: `${pkcs8}${'A'.repeat(70_000)}`,
+      message: `privateKey is ${pkcs8.length + 70_000} characters long, too long for a PEM private key`,
+    },
   ];
   for (const c of cases) {
     const got = call('data', c.key);
     t.same(got, { name: 'Error', message: `signWithRS256: ${c.message}` }, `${c.name}: the message`);
     const message = 'message' in got ? got.message : '';
-    const leaked = c.key.split(/\r?\n|\\n/).map((l) => l.trim()).filter((l) => l.length >= 8 && message.includes(l));
+    const leaked = c.key
+      .split(/\r?\n|\\n/)
+      .map((l) => l.trim())
+      .filter((l) => l.length >= 8 && message.includes(l));
     t.same(leaked, [], `${c.name}: no line of the key in the message`);
   }
 });

@@ -93,7 +93,9 @@ t.test('the columns read through FFI write the same CSV as through IPC', async (
 
 t.test('types without a plain C layout are left to IPC', async (t) => {
   const dict = new A.Dictionary(new A.Utf8(), new A.Int32());
-  const map = new A.Map_(new A.Field('entries', new A.Struct([new A.Field('key', new A.Utf8(), false), new A.Field('value', new A.Int32(), true)] as Field[]), false) as Field);
+  const map = new A.Map_(
+    new A.Field('entries', new A.Struct([new A.Field('key', new A.Utf8(), false), new A.Field('value', new A.Int32(), true)] as Field[]), false) as Field,
+  );
   for (const type of [dict, map, new A.Null(), new A.IntervalDayTime(), new A.List(item(dict))] as DataType[]) {
     t.notOk(ffiReadable(new A.Schema([new A.Field('x', type, true)] as Field[])), String(type));
   }

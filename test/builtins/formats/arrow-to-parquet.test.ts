@@ -73,7 +73,10 @@ t.test('an ArrayBuffer-backed view, several batches, and the file format', async
 t.test('invalid bytes: a clear Error, and parquet-wasm memory does not grow', async (t) => {
   const before = parquetWasmMemoryBytes();
   const fail = (message: string) => ['Error', `ld.arrow2parquet: ${message}`];
-  t.same(thrown(() => arrow2parquet(new Uint8Array(0))), fail('the buffer is empty (expected an Arrow IPC stream)'));
+  t.same(
+    thrown(() => arrow2parquet(new Uint8Array(0))),
+    fail('the buffer is empty (expected an Arrow IPC stream)'),
+  );
   t.same(
     thrown(() => arrow2parquet(Uint8Array.from({ length: 16 }, (_, i) => i + 1))),
     fail('the buffer is not a valid Arrow IPC stream (Expected to read 67305985 metadata bytes, but only read 12.)'),
@@ -83,8 +86,14 @@ t.test('invalid bytes: a clear Error, and parquet-wasm memory does not grow', as
     thrown(() => arrow2parquet(Uint8Array.from([0xff, 0xff, 0xff, 0xff, 0xf0, 0xff, 0xff, 0x7f, 1, 2, 3, 4, 5, 6, 7, 8]))),
     fail('the buffer is not a valid Arrow IPC stream (Expected to read 2147483632 metadata bytes, but only read 8.)'),
   );
-  t.same(thrown(() => arrow2parquet(Buffer.from('ARROW1\0\0ffffffff'))), fail('the buffer is not a valid Arrow IPC stream (malformed message metadata)'));
-  t.same(thrown(() => arrow2parquet(new Uint8Array(16))), fail('the buffer holds no Arrow schema (no columns)'));
+  t.same(
+    thrown(() => arrow2parquet(Buffer.from('ARROW1\0\0ffffffff'))),
+    fail('the buffer is not a valid Arrow IPC stream (malformed message metadata)'),
+  );
+  t.same(
+    thrown(() => arrow2parquet(new Uint8Array(16))),
+    fail('the buffer holds no Arrow schema (no columns)'),
+  );
   const stream = A.tableToIPC(sampleTable(), 'stream');
   const cut = thrown(() => arrow2parquet(stream.subarray(0, stream.length - 40)));
   t.equal(cut[0], 'Error');
@@ -112,15 +121,27 @@ t.test('invalid bytes: a clear Error, and parquet-wasm memory does not grow', as
 
 t.test('wrong arguments', async (t) => {
   const message = (got: string) => ['TypeError', `ld.arrow2parquet(buffer, options?) takes Arrow IPC stream bytes (an ArrayBuffer or Uint8Array), got ${got}`];
-  t.same(thrown(() => arrow2parquet()), message('undefined'));
-  t.same(thrown(() => arrow2parquet('QVJST1cx')), message('a string'));
-  t.same(thrown(() => arrow2parquet([1, 2, 3])), message('an array'));
+  t.same(
+    thrown(() => arrow2parquet()),
+    message('undefined'),
+  );
+  t.same(
+    thrown(() => arrow2parquet('QVJST1cx')),
+    message('a string'),
+  );
+  t.same(
+    thrown(() => arrow2parquet([1, 2, 3])),
+    message('an array'),
+  );
   const stream = A.tableToIPC(sampleTable(), 'stream');
-  t.same(thrown(() => arrow2parquet(stream, { compression: 'lzo' })), [
-    'RangeError',
-    'ld.arrow2parquet: unknown compression "lzo"; use one of uncompressed, snappy, gzip, brotli, lz4, zstd',
-  ]);
-  t.same(thrown(() => FORMATS.sync!.arrow2parquet!([stream], testContext(-1))), ['Error', "the conversion ran past the call's time limit"]);
+  t.same(
+    thrown(() => arrow2parquet(stream, { compression: 'lzo' })),
+    ['RangeError', 'ld.arrow2parquet: unknown compression "lzo"; use one of uncompressed, snappy, gzip, brotli, lz4, zstd'],
+  );
+  t.same(
+    thrown(() => FORMATS.sync!.arrow2parquet!([stream], testContext(-1))),
+    ['Error', "the conversion ran past the call's time limit"],
+  );
 });
 
 t.test('a large table is written chunk by chunk: parquet-wasm memory stays small', async (t) => {
@@ -132,11 +153,14 @@ t.test('a large table is written chunk by chunk: parquet-wasm memory stays small
   });
   const path = duck.file(arrow2parquet(A.tableToIPC(big, 'stream'), { compression: 'uncompressed' }));
   t.ok(parquetWasmMemoryBytes() < PARQUET_WASM_KEEP_BYTES, `${parquetWasmMemoryBytes()} bytes of wasm memory for a 24 MB table`);
+  t.same(await duck.rows(`SELECT count(*)::INT, sum(c)::BIGINT::VARCHAR, sum(a)::DOUBLE FROM read_parquet('${path}')`), [
+    [rows, String((rows * (rows - 1)) / 2), ((rows * (rows - 1)) / 2) * 1.5],
+  ]);
   t.same(
-    await duck.rows(`SELECT count(*)::INT, sum(c)::BIGINT::VARCHAR, sum(a)::DOUBLE FROM read_parquet('${path}')`),
-    [[rows, String((rows * (rows - 1)) / 2), ((rows * (rows - 1)) / 2) * 1.5]],
+    await duck.rows(`SELECT count(DISTINCT row_group_id)::INT FROM parquet_metadata('${path}')`),
+    [[Math.ceil(rows / 65_536)]],
+    'row groups of 65,536 rows',
   );
-  t.same(await duck.rows(`SELECT count(DISTINCT row_group_id)::INT FROM parquet_metadata('${path}')`), [[Math.ceil(rows / 65_536)]], 'row groups of 65,536 rows');
 });
 
 t.test('a conversion that grew parquet-wasm past the keep limit gives the instance up', async (t) => {

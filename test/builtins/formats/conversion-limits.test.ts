@@ -21,10 +21,13 @@ t.test('the limits are what the README says', async (t) => {
 t.test('json2csv: many objects with distinct keys are refused before the table is built', async (t) => {
   // ~70 KB of objects, one distinct key each: 25 million cells (the worker used to run out of heap).
   const sparse = Array.from({ length: 5000 }, (_, i) => ({ [`k${i}`]: 1 }));
-  t.same(thrown(() => json2csv(sparse)), [
-    'RangeError',
-    'ld.json2csv: 5,000 rows × 5,000 columns is 25,000,000 cells, over the limit of 16,777,216 cells per call; convert the data in smaller parts',
-  ]);
+  t.same(
+    thrown(() => json2csv(sparse)),
+    [
+      'RangeError',
+      'ld.json2csv: 5,000 rows × 5,000 columns is 25,000,000 cells, over the limit of 16,777,216 cells per call; convert the data in smaller parts',
+    ],
+  );
   t.same(json2csv([{ a: 1 }, { b: 'x' }]), 'a,b\n1,\n,x\n', 'the next call converts');
 });
 
@@ -41,10 +44,16 @@ t.test('json2csv: exactly at the cell limit is converted', async (t) => {
 t.test("json2csv: the call's deadline is checked while the keys are gathered", async (t) => {
   const rows = Array.from({ length: 70_000 }, (_, i) => ({ id: i }));
   const past = testContext(-1);
-  t.same(thrown(() => FORMATS.sync!.json2csv!([rows], past)), ['Error', "the conversion ran past the call's time limit"]);
+  t.same(
+    thrown(() => FORMATS.sync!.json2csv!([rows], past)),
+    ['Error', "the conversion ran past the call's time limit"],
+  );
   const cancelled = new AbortController();
   cancelled.abort();
-  t.same(thrown(() => FORMATS.sync!.json2csv!([rows], testContext(60_000, cancelled.signal))), ['Error', 'the call was cancelled during the conversion']);
+  t.same(
+    thrown(() => FORMATS.sync!.json2csv!([rows], testContext(60_000, cancelled.signal))),
+    ['Error', 'the call was cancelled during the conversion'],
+  );
 });
 
 t.test('csv2parquet: more columns than the limit', async (t) => {
@@ -74,10 +83,10 @@ t.test('uniqueNames: repeated names are numbered in linear time, as before', asy
 t.test('arrow2parquet: more columns than the limit', async (t) => {
   const columns = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`c${i}`, Int32Array.from([i])]));
   const over = tableToIPC(tableFromArrays(columns(FORMAT_LIMITS.maxColumns + 1)), 'stream');
-  t.same(thrown(() => arrow2parquet(over)), [
-    'Error',
-    'ld.arrow2parquet: the table has 1,025 columns, over the limit of 1,024; split the columns over several files',
-  ]);
+  t.same(
+    thrown(() => arrow2parquet(over)),
+    ['Error', 'ld.arrow2parquet: the table has 1,025 columns, over the limit of 1,024; split the columns over several files'],
+  );
   const ok = tableToIPC(tableFromArrays({ n: Int32Array.from([1, 2]) }), 'stream');
   const path = duck.file(arrow2parquet(ok));
   t.same(await duck.rows(`SELECT * FROM read_parquet('${path}')`), [[1], [2]], 'the next call converts');

@@ -45,11 +45,7 @@ function randomTable(rand: () => number): string[][] {
 function toCsv(table: string[][], rand: () => number): string {
   const eol = rand() < 0.5 ? '\n' : '\r\n';
   return table
-    .map((row) =>
-      row
-        .map((cell) => (/[",\r\n]/.test(cell) || (cell !== '' && rand() < 0.2) ? `"${cell.replaceAll('"', '""')}"` : cell))
-        .join(','),
-    )
+    .map((row) => row.map((cell) => (/[",\r\n]/.test(cell) || (cell !== '' && rand() < 0.2) ? `"${cell.replaceAll('"', '""')}"` : cell)).join(','))
     .join(eol)
     .concat(rand() < 0.5 ? eol : '');
 }

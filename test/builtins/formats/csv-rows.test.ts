@@ -55,16 +55,77 @@ function listType(item: DataType): DataType {
 }
 
 const FLOATS = [
-  0, -0, 0.1, 1.5, -2.25, 123456.789, 1e21, 1e-7, 1e-6, 4e9, 3999999999.5, 2 ** 53, 2 ** 31, NaN, Infinity, -Infinity, 5e-324,
-  0.30000000000000004, 1 / 3, 100, 1e6 + 0.000001, -0.000123, 99.99, null,
+  0,
+  -0,
+  0.1,
+  1.5,
+  -2.25,
+  123456.789,
+  1e21,
+  1e-7,
+  1e-6,
+  4e9,
+  3999999999.5,
+  2 ** 53,
+  2 ** 31,
+  NaN,
+  Infinity,
+  -Infinity,
+  5e-324,
+  0.30000000000000004,
+  1 / 3,
+  100,
+  1e6 + 0.000001,
+  -0.000123,
+  99.99,
+  null,
 ];
 const INT64 = [
-  0n, 1n, -1n, 2147483647n, -2147483647n, -2147483648n, -2147483649n, 4294967295n, -4294967296n, 9n, 10n, 99n, 100n, 2n ** 31n, 2n ** 31n - 1n, -(2n ** 31n), 2n ** 32n, 2n ** 53n, 2n ** 53n - 1n, -(2n ** 53n), 1000000000n, 999999999n,
-  -1000000001n, 12345678901234n, 9223372036854775807n, -9223372036854775808n, null,
+  0n,
+  1n,
+  -1n,
+  2147483647n,
+  -2147483647n,
+  -2147483648n,
+  -2147483649n,
+  4294967295n,
+  -4294967296n,
+  9n,
+  10n,
+  99n,
+  100n,
+  2n ** 31n,
+  2n ** 31n - 1n,
+  -(2n ** 31n),
+  2n ** 32n,
+  2n ** 53n,
+  2n ** 53n - 1n,
+  -(2n ** 53n),
+  1000000000n,
+  999999999n,
+  -1000000001n,
+  12345678901234n,
+  9223372036854775807n,
+  -9223372036854775808n,
+  null,
 ];
 const TEXT = [
-  '', 'plain', 'a,b', 'say "hi"', 'line\nbreak', 'cr\r', 'x'.repeat(100), `long with, comma ${'y'.repeat(50)}`, `"${'q'.repeat(40)}"`,
-  'Zürich', '東京', null, `quote late ${'z'.repeat(30)}"`, `${'n'.repeat(30)}\n`, 'exactly twenty-four byt', 'exactly twenty-five byte',
+  '',
+  'plain',
+  'a,b',
+  'say "hi"',
+  'line\nbreak',
+  'cr\r',
+  'x'.repeat(100),
+  `long with, comma ${'y'.repeat(50)}`,
+  `"${'q'.repeat(40)}"`,
+  'Zürich',
+  '東京',
+  null,
+  `quote late ${'z'.repeat(30)}"`,
+  `${'n'.repeat(30)}\n`,
+  'exactly twenty-four byt',
+  'exactly twenty-five byte',
 ];
 const pick = <T>(xs: T[], n: number): T[] => Array.from({ length: n }, (_, i) => xs[(i * 7 + 3) % xs.length]!);
 
@@ -82,10 +143,7 @@ t.test('every fast kind, with edge values and nulls, writes the per-cell bytes',
     b: vector(pick([true, false, null], n), new A.Bool()),
     li: vector(pick([[1n, null, -3n], [], null, [2n ** 60n], [5n], [-(2n ** 53n), 2n ** 53n]], n), listType(new A.Int64())),
     lf: vector(pick([[1.5, null, NaN], [], null, [0.1], [1e21, -0]], n), listType(new A.Float64())),
-    ls: vector(
-      pick([['a', 'x, y', 'say "hi"', 'back\\slash', 'ctl\u0001', 'tab\t', 'nl\n'], [], null, [null], [''], ['東京']], n),
-      listType(new A.Utf8()),
-    ),
+    ls: vector(pick([['a', 'x, y', 'say "hi"', 'back\\slash', 'ctl\u0001', 'tab\t', 'nl\n'], [], null, [null], [''], ['東京']], n), listType(new A.Utf8())),
     // Through their cell writers (no fast kind).
     d: vector(pick([new Date(Date.UTC(2021, 5, 24)), null], n), new A.DateDay()),
     l32: vector(pick([[1, 2], null, []], n), listType(new A.Int32())),
@@ -104,7 +162,7 @@ t.test('every fast kind, with edge values and nulls, writes the per-cell bytes',
 
 t.test('doubles: the shortest text, as the cell writer finds it, for decimals of every length', async (t) => {
   let seed = 3;
-  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const rand = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
   const values: number[] = [1e-6, 0.0000015, 9.999999e-7, 3999999999.999999, 4e9 - 1, 2.675, 1.1, 0.5, -1234.5678, 1e-6 * 3, 0.1 + 0.2];
   for (let i = 0; i < 20_000; i++) {
     const digits = Math.floor(rand() * 9);
@@ -112,7 +170,13 @@ t.test('doubles: the shortest text, as the cell writer finds it, for decimals of
     const v = Math.round(rand() * scale * 10 ** digits) / 10 ** digits;
     values.push(rand() < 0.5 ? v : -v, rand() * scale, (rand() - 0.5) * 1e-5);
   }
-  const table = new A.Table({ f: vector(values, new A.Float64()), l: vector(values.map((v) => [v, v / 3]), listType(new A.Float64())) });
+  const table = new A.Table({
+    f: vector(values, new A.Float64()),
+    l: vector(
+      values.map((v) => [v, v / 3]),
+      listType(new A.Float64()),
+    ),
+  });
   t.equal(fast(table).toString('utf8'), reference(table).toString('utf8'));
 });
 
@@ -136,7 +200,10 @@ t.test('long batches (several room checks), and text chunks with and without any
   const table = new A.Table({
     plain: vector(plainText, new A.Utf8()),
     mixed: vector(pick(TEXT, n), new A.Utf8()),
-    id: vector(Array.from({ length: n }, (_, i) => BigInt(i * 7919 - 5000)), new A.Int64()),
+    id: vector(
+      Array.from({ length: n }, (_, i) => BigInt(i * 7919 - 5000)),
+      new A.Int64(),
+    ),
   });
   t.equal(fast(table).toString('utf8'), reference(table).toString('utf8'));
 });

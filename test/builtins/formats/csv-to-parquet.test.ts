@@ -22,7 +22,6 @@ function parquetFile(t: Test, csv: string | Uint8Array, options?: unknown): stri
   return duck.file(r.base64);
 }
 
-
 const MIXED = [
   'id,name,score,ok,tags,nums,floats,empty,when',
   '1,alice,1.5,true,"[""a"", ""x, y""]","[1, 2, 3]","[0.5, 2]",,2021-06-24',
@@ -76,17 +75,28 @@ t.test('every codec: DuckDB reads the same rows, types and codec back', async (t
 });
 
 t.test('compression names: any case, lz4_raw as an alias, unknown names refused', async (t) => {
-  for (const [given, codec] of [['ZSTD', 'ZSTD'], ['Snappy', 'SNAPPY'], ['lz4_raw', 'LZ4_RAW'], [undefined, 'ZSTD']] as const) {
+  for (const [given, codec] of [
+    ['ZSTD', 'ZSTD'],
+    ['Snappy', 'SNAPPY'],
+    ['lz4_raw', 'LZ4_RAW'],
+    [undefined, 'ZSTD'],
+  ] as const) {
     const path = parquetFile(t, 'a\n1', { compression: given });
     t.same(await duck.rows(`SELECT DISTINCT compression FROM parquet_metadata('${path}')`), [[codec]], String(given));
   }
   t.same(parquetFile(t, 'a\n1', null).endsWith('.parquet'), true, 'options null is the default');
-  t.same(thrown(() => csv2parquet('a\n1', { compression: 'lzo' })), [
-    'RangeError',
-    'ld.csv2parquet: unknown compression "lzo"; use one of uncompressed, snappy, gzip, brotli, lz4, zstd',
-  ]);
-  t.same(thrown(() => csv2parquet('a\n1', { compression: 5 })), ['TypeError', 'ld.csv2parquet: options.compression must be a string, got a number']);
-  t.same(thrown(() => csv2parquet('a\n1', 'zstd')), ['TypeError', "ld.csv2parquet: options must be an object like {compression: 'zstd'}, got a string"]);
+  t.same(
+    thrown(() => csv2parquet('a\n1', { compression: 'lzo' })),
+    ['RangeError', 'ld.csv2parquet: unknown compression "lzo"; use one of uncompressed, snappy, gzip, brotli, lz4, zstd'],
+  );
+  t.same(
+    thrown(() => csv2parquet('a\n1', { compression: 5 })),
+    ['TypeError', 'ld.csv2parquet: options.compression must be a string, got a number'],
+  );
+  t.same(
+    thrown(() => csv2parquet('a\n1', 'zstd')),
+    ['TypeError', "ld.csv2parquet: options must be an object like {compression: 'zstd'}, got a string"],
+  );
 });
 
 t.test('type inference per column', async (t) => {
@@ -141,11 +151,39 @@ t.test('values are exact', async (t) => {
 
 t.test('the CSV dialect', async (t) => {
   const read = async (csv: string) => duck.rows(`SELECT * FROM read_parquet('${parquetFile(t, csv)}')`);
-  t.same(await read('a,b\r\n1,x\r\n2,y\r\n'), [['1', 'x'], ['2', 'y']], 'CRLF');
-  t.same(await read('a,b\r1,x\r2,y'), [['1', 'x'], ['2', 'y']], 'lone CR');
+  t.same(
+    await read('a,b\r\n1,x\r\n2,y\r\n'),
+    [
+      ['1', 'x'],
+      ['2', 'y'],
+    ],
+    'CRLF',
+  );
+  t.same(
+    await read('a,b\r1,x\r2,y'),
+    [
+      ['1', 'x'],
+      ['2', 'y'],
+    ],
+    'lone CR',
+  );
   t.same(await read('\ufeffa,b\n1,x'), [['1', 'x']], 'a BOM is skipped');
-  t.same(await duck.describe(parquetFile(t, '\ufeffa,b\n1,x')), [['a', 'BIGINT'], ['b', 'VARCHAR']], 'and not part of the first name');
-  t.same(await read('\n\na,b\n\n1,x\n\n\n2,y\n\n'), [['1', 'x'], ['2', 'y']], 'blank lines are skipped');
+  t.same(
+    await duck.describe(parquetFile(t, '\ufeffa,b\n1,x')),
+    [
+      ['a', 'BIGINT'],
+      ['b', 'VARCHAR'],
+    ],
+    'and not part of the first name',
+  );
+  t.same(
+    await read('\n\na,b\n\n1,x\n\n\n2,y\n\n'),
+    [
+      ['1', 'x'],
+      ['2', 'y'],
+    ],
+    'blank lines are skipped',
+  );
   t.same(await read('a,b\n1,"x\r\ny"\n'), [['1', 'x\r\ny']], 'line breaks inside quotes are kept');
   t.same(await read('a,b\n1,"say ""hi"""\n'), [['1', 'say "hi"']], 'doubled quotes');
   t.same(await read('a,b\n1,x"y\n'), [['1', 'x"y']], 'a quote inside an unquoted field is literal');
@@ -159,7 +197,14 @@ t.test('the CSV dialect', async (t) => {
     'empty names become column<i>, repeated names get a suffix',
   );
   const only = parquetFile(t, 'a,b\n');
-  t.same(await duck.describe(only), [['a', 'VARCHAR'], ['b', 'VARCHAR']], 'a header alone: string columns');
+  t.same(
+    await duck.describe(only),
+    [
+      ['a', 'VARCHAR'],
+      ['b', 'VARCHAR'],
+    ],
+    'a header alone: string columns',
+  );
   t.same(await duck.rows(`SELECT count(*)::INT FROM read_parquet('${only}')`), [[0]], 'and no rows');
   const bytes = parquetFile(t, new TextEncoder().encode('a,b\n1,é'));
   t.same(await duck.rows(`SELECT * FROM read_parquet('${bytes}')`), [['1', 'é']], 'UTF-8 bytes are accepted as csvText');
@@ -184,10 +229,22 @@ t.test('malformed CSV: success false with a message that says where', async (t) 
 });
 
 t.test('wrong arguments throw a TypeError', async (t) => {
-  t.same(thrown(() => csv2parquet()), ['TypeError', 'ld.csv2parquet(csvText, options?) takes the CSV as a string, got undefined']);
-  t.same(thrown(() => csv2parquet(12)), ['TypeError', 'ld.csv2parquet(csvText, options?) takes the CSV as a string, got a number']);
-  t.same(thrown(() => csv2parquet(null)), ['TypeError', 'ld.csv2parquet(csvText, options?) takes the CSV as a string, got null']);
-  t.same(thrown(() => csv2parquet(['a'])), ['TypeError', 'ld.csv2parquet(csvText, options?) takes the CSV as a string, got an array']);
+  t.same(
+    thrown(() => csv2parquet()),
+    ['TypeError', 'ld.csv2parquet(csvText, options?) takes the CSV as a string, got undefined'],
+  );
+  t.same(
+    thrown(() => csv2parquet(12)),
+    ['TypeError', 'ld.csv2parquet(csvText, options?) takes the CSV as a string, got a number'],
+  );
+  t.same(
+    thrown(() => csv2parquet(null)),
+    ['TypeError', 'ld.csv2parquet(csvText, options?) takes the CSV as a string, got null'],
+  );
+  t.same(
+    thrown(() => csv2parquet(['a'])),
+    ['TypeError', 'ld.csv2parquet(csvText, options?) takes the CSV as a string, got an array'],
+  );
 });
 
 t.test('a CSV over the size cap is refused before any work', async (t) => {
@@ -203,17 +260,26 @@ t.test('a deadline that passes mid-conversion stops it at the next chunk', async
   t.equal((FORMATS.sync!.csv2parquet!([csv], testContext()) as { success: boolean }).success, true);
   const full = performance.now() - started;
   started = performance.now();
-  t.same(thrown(() => FORMATS.sync!.csv2parquet!([csv], testContext(1))), ['Error', "the conversion ran past the call's time limit"]);
+  t.same(
+    thrown(() => FORMATS.sync!.csv2parquet!([csv], testContext(1))),
+    ['Error', "the conversion ran past the call's time limit"],
+  );
   const stopped = performance.now() - started;
   t.ok(stopped < full / 2, `stopped after ${Math.round(stopped)} ms, a full run takes ${Math.round(full)} ms`);
 });
 
 t.test('the call deadline and cancellation stop a conversion', async (t) => {
   const csv = `a,b\n${'1,x\n'.repeat(1000)}`;
-  t.same(thrown(() => FORMATS.sync!.csv2parquet!([csv], testContext(-1))), ['Error', "the conversion ran past the call's time limit"]);
+  t.same(
+    thrown(() => FORMATS.sync!.csv2parquet!([csv], testContext(-1))),
+    ['Error', "the conversion ran past the call's time limit"],
+  );
   const ac = new AbortController();
   ac.abort();
-  t.same(thrown(() => FORMATS.sync!.csv2parquet!([csv], testContext(60_000, ac.signal))), ['Error', 'the call was cancelled during the conversion']);
+  t.same(
+    thrown(() => FORMATS.sync!.csv2parquet!([csv], testContext(60_000, ac.signal))),
+    ['Error', 'the call was cancelled during the conversion'],
+  );
 });
 
 t.test('a type widened by a later chunk: one restart, the final types, every value', async (t) => {
@@ -231,7 +297,13 @@ t.test('a type widened by a later chunk: one restart, the final types, every val
   t.equal(stats.restarts, 1, 'restarted once');
   t.same(stats.types, ['int64', 'string', 'float64', 'float64', 'list<float64>']);
   const path = duck.file(bytes);
-  t.same(await duck.describe(path), [['n', 'BIGINT'], ['x', 'VARCHAR'], ['y', 'DOUBLE'], ['z', 'DOUBLE'], ['w', 'DOUBLE[]']]);
+  t.same(await duck.describe(path), [
+    ['n', 'BIGINT'],
+    ['x', 'VARCHAR'],
+    ['y', 'DOUBLE'],
+    ['z', 'DOUBLE'],
+    ['w', 'DOUBLE[]'],
+  ]);
   t.same(
     await duck.rows(
       `SELECT count(*)::INT, count(y)::INT, sum(z)::DOUBLE, sum(w[1])::DOUBLE, max(x) FILTER (WHERE n = 69000), max(x) FILTER (WHERE n = 5) FROM read_parquet('${path}')`,
@@ -249,12 +321,15 @@ t.test('chunks read a block of rows at a time: boundaries, blank lines, multi-li
     lines.push(`${i},${i % 777 === 0 ? `"line one\nline ${i}, two"` : `t${i}`},${i % 3 === 0 ? '' : i * 2}`);
   }
   const path = parquetFile(t, lines.join('\r\n'));
+  t.same(await duck.rows(`SELECT row_group_num_rows::INT FROM parquet_metadata('${path}') GROUP BY row_group_id, row_group_num_rows ORDER BY row_group_id`), [
+    [16_384],
+    [16_384],
+    [2049 + 5],
+  ]);
   t.same(
-    await duck.rows(`SELECT row_group_num_rows::INT FROM parquet_metadata('${path}') GROUP BY row_group_id, row_group_num_rows ORDER BY row_group_id`),
-    [[16_384], [16_384], [2049 + 5]],
-  );
-  t.same(
-    await duck.rows(`SELECT count(*)::INT, sum(id)::BIGINT::VARCHAR, count(n)::INT, count(*) FILTER (WHERE text LIKE 'line one%')::INT FROM read_parquet('${path}')`),
+    await duck.rows(
+      `SELECT count(*)::INT, sum(id)::BIGINT::VARCHAR, count(n)::INT, count(*) FILTER (WHERE text LIKE 'line one%')::INT FROM read_parquet('${path}')`,
+    ),
     [[rows, String((rows * (rows - 1)) / 2), rows - Math.ceil(rows / 3), Math.ceil(rows / 777)]],
   );
   t.same(await duck.rows(`SELECT text FROM read_parquet('${path}') WHERE id = 33411`), [['line one\nline 33411, two']]);
@@ -271,9 +346,9 @@ t.test('chunks read a block of rows at a time: boundaries, blank lines, multi-li
 t.test('one row group per chunk of 16,384 rows', async (t) => {
   const csv = `a\n${Array.from({ length: 250_000 }, (_, i) => i).join('\n')}`;
   const path = parquetFile(t, csv);
-  t.same(
-    await duck.rows(`SELECT row_group_id::INT, row_group_num_rows::INT FROM parquet_metadata('${path}') ORDER BY 1`),
-    [...Array.from({ length: 15 }, (_, i) => [i, 16_384]), [15, 250_000 - 15 * 16_384]],
-  );
+  t.same(await duck.rows(`SELECT row_group_id::INT, row_group_num_rows::INT FROM parquet_metadata('${path}') ORDER BY 1`), [
+    ...Array.from({ length: 15 }, (_, i) => [i, 16_384]),
+    [15, 250_000 - 15 * 16_384],
+  ]);
   t.same(await duck.rows(`SELECT count(*)::INT, sum(a)::BIGINT::VARCHAR FROM read_parquet('${path}')`), [[250_000, String((250_000 * 249_999) / 2)]]);
 });

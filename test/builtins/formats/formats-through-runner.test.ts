@@ -18,13 +18,20 @@ t.teardown(async () => {
 });
 
 t.test('csv2parquet → DuckDB, with and without await', async (t) => {
-  const plain = await runCode(runner, "return ld.csv2parquet('a,b,tags\\n1,x,\"[1, 2]\"\\n2,y,[]')");
+  const plain = await runCode(runner, 'return ld.csv2parquet(\'a,b,tags\\n1,x,"[1, 2]"\\n2,y,[]\')');
   t.same(plain.error, undefined);
   const r = plain.result as { base64: string; success: boolean };
   t.equal(r.success, true);
   const path = duck.file(r.base64);
-  t.same(await duck.describe(path), [['a', 'BIGINT'], ['b', 'VARCHAR'], ['tags', 'BIGINT[]']]);
-  t.same(await duck.rows(`SELECT * FROM read_parquet('${path}')`), [['1', 'x', ['1', '2']], ['2', 'y', []]]);
+  t.same(await duck.describe(path), [
+    ['a', 'BIGINT'],
+    ['b', 'VARCHAR'],
+    ['tags', 'BIGINT[]'],
+  ]);
+  t.same(await duck.rows(`SELECT * FROM read_parquet('${path}')`), [
+    ['1', 'x', ['1', '2']],
+    ['2', 'y', []],
+  ]);
   const awaited = await runCode(runner, "const r = await ld.csv2parquet('a\\n1', {compression: 'snappy'}); return r.success");
   t.same(awaited.result, true, 'await works on the plain value');
 });
@@ -32,7 +39,7 @@ t.test('csv2parquet → DuckDB, with and without await', async (t) => {
 t.test('parquet2csv and json2csv in the sandbox', async (t) => {
   const round = await runCode(
     runner,
-    "const p = ld.csv2parquet('id,name\\n1,\"a, b\"\\n2,'); const c = ld.parquet2csv(p.base64); return [c.success, atob(c.base64)]",
+    'const p = ld.csv2parquet(\'id,name\\n1,"a, b"\\n2,\'); const c = ld.parquet2csv(p.base64); return [c.success, atob(c.base64)]',
   );
   t.same(round.result, [true, 'id,name\n1,"a, b"\n2,\n']);
   const json = await runCode(runner, "return ld.json2csv([{a: 1, b: {c: [1, 2]}}, {d: 'x,y', a: null}])");
@@ -48,7 +55,11 @@ t.test('arrow2parquet takes the bytes of an ArrayBuffer', async (t) => {
   );
   t.same(out.error, undefined);
   const path = duck.file(out.result as string);
-  t.same(await duck.rows(`SELECT * FROM read_parquet('${path}')`), [[1, 'a'], [2, 'b'], [3, 'c']]);
+  t.same(await duck.rows(`SELECT * FROM read_parquet('${path}')`), [
+    [1, 'a'],
+    [2, 'b'],
+    [3, 'c'],
+  ]);
 });
 
 t.test('bad input: success false, or a guest error that code can catch', async (t) => {

@@ -17,9 +17,18 @@ t.test('same bytes as tableToIPC, for every batch in turn', async (t) => {
   const encoder = new IpcChunkEncoder(schema);
   for (const rows of [3, 1000, 1, 17]) {
     const table = new A.Table({
-      i: A.vectorFromArray(Array.from({ length: rows }, (_, k) => (k % 5 === 0 ? null : BigInt(k))), new A.Int64()),
-      s: A.vectorFromArray(Array.from({ length: rows }, (_, k) => (k % 3 === 0 ? null : `v${k}`.repeat(k % 4))), new A.Utf8()),
-      b: A.vectorFromArray(Array.from({ length: rows }, (_, k) => k % 2 === 0), new A.Bool()),
+      i: A.vectorFromArray(
+        Array.from({ length: rows }, (_, k) => (k % 5 === 0 ? null : BigInt(k))),
+        new A.Int64(),
+      ),
+      s: A.vectorFromArray(
+        Array.from({ length: rows }, (_, k) => (k % 3 === 0 ? null : `v${k}`.repeat(k % 4))),
+        new A.Utf8(),
+      ),
+      b: A.vectorFromArray(
+        Array.from({ length: rows }, (_, k) => k % 2 === 0),
+        new A.Bool(),
+      ),
       l: A.vectorFromArray(
         Array.from({ length: rows }, (_, k) => (k % 7 === 0 ? null : [k / 2, k])),
         new A.List(new A.Field('item', new A.Float64(), true)),

@@ -9,7 +9,14 @@ import { FORMATS } from '../../../runner/builtins/formats/index.js';
 import { csv2parquet, Duck, json2csv, testContext, thrown } from './format-test-helpers.js';
 
 t.test('header: the union of keys in first-seen order', async (t) => {
-  t.equal(json2csv([{ b: 1, a: 2 }, { c: 3, a: 4 }, { d: 5, b: 6 }]), 'b,a,c,d\n1,2,,\n,4,3,\n6,,,5\n');
+  t.equal(
+    json2csv([
+      { b: 1, a: 2 },
+      { c: 3, a: 4 },
+      { d: 5, b: 6 },
+    ]),
+    'b,a,c,d\n1,2,,\n,4,3,\n6,,,5\n',
+  );
   t.equal(json2csv([{ x: 1 }, {}, { y: 2 }]), 'x,y\n1,\n,\n,2\n', 'an object without keys is a row of empty cells');
 });
 
@@ -85,12 +92,33 @@ t.test('json2csv → csv2parquet: typed columns in DuckDB', async (t) => {
 });
 
 t.test('wrong input throws a TypeError that names the item', async (t) => {
-  t.same(thrown(() => json2csv()), ['TypeError', 'ld.json2csv(jsonData) takes an array of objects, got undefined']);
-  t.same(thrown(() => json2csv({ a: 1 })), ['TypeError', 'ld.json2csv(jsonData) takes an array of objects, got an object']);
-  t.same(thrown(() => json2csv('a,b')), ['TypeError', 'ld.json2csv(jsonData) takes an array of objects, got a string']);
-  t.same(thrown(() => json2csv([{ a: 1 }, null])), ['TypeError', 'ld.json2csv: item 1 of the array is null, not an object']);
-  t.same(thrown(() => json2csv([{ a: 1 }, { b: 2 }, [1, 2]])), ['TypeError', 'ld.json2csv: item 2 of the array is an array, not an object']);
-  t.same(thrown(() => json2csv([5])), ['TypeError', 'ld.json2csv: item 0 of the array is a number, not an object']);
+  t.same(
+    thrown(() => json2csv()),
+    ['TypeError', 'ld.json2csv(jsonData) takes an array of objects, got undefined'],
+  );
+  t.same(
+    thrown(() => json2csv({ a: 1 })),
+    ['TypeError', 'ld.json2csv(jsonData) takes an array of objects, got an object'],
+  );
+  t.same(
+    thrown(() => json2csv('a,b')),
+    ['TypeError', 'ld.json2csv(jsonData) takes an array of objects, got a string'],
+  );
+  t.same(
+    thrown(() => json2csv([{ a: 1 }, null])),
+    ['TypeError', 'ld.json2csv: item 1 of the array is null, not an object'],
+  );
+  t.same(
+    thrown(() => json2csv([{ a: 1 }, { b: 2 }, [1, 2]])),
+    ['TypeError', 'ld.json2csv: item 2 of the array is an array, not an object'],
+  );
+  t.same(
+    thrown(() => json2csv([5])),
+    ['TypeError', 'ld.json2csv: item 0 of the array is a number, not an object'],
+  );
   const many = Array.from({ length: 5000 }, (_, i) => ({ i }));
-  t.same(thrown(() => FORMATS.sync!.json2csv!([many], testContext(-1))), ['Error', "the conversion ran past the call's time limit"]);
+  t.same(
+    thrown(() => FORMATS.sync!.json2csv!([many], testContext(-1))),
+    ['Error', "the conversion ran past the call's time limit"],
+  );
 });

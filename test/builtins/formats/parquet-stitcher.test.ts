@@ -19,7 +19,10 @@ function chunk(from: number, rows: number): Uint8Array {
   const ids = Array.from({ length: rows }, (_, i) => from + i);
   const table = new Table({
     id: vectorFromArray(ids.map((i) => BigInt(i))),
-    name: vectorFromArray(ids.map((i) => (i % 7 === 0 ? null : `name ${i % 100}`)), new Utf8()),
+    name: vectorFromArray(
+      ids.map((i) => (i % 7 === 0 ? null : `name ${i % 100}`)),
+      new Utf8(),
+    ),
     tags: vectorFromArray(
       ids.map((i) => ['t' + (i % 3), 'x, y']),
       new List(new Field('item', new Utf8(), true)),
@@ -74,14 +77,25 @@ t.test('joined files read back in DuckDB, with consistent metadata, for every co
     const info = inspect(file);
     t.equal(info.rows, 3505, `${compression}: num_rows summed`);
     t.equal(info.groups, 3, `${compression}: three row groups`);
-    t.ok(info.chunks.every((c) => c.inside), `${compression}: every offset inside the data`);
+    t.ok(
+      info.chunks.every((c) => c.inside),
+      `${compression}: every offset inside the data`,
+    );
     t.ok(
       info.chunks.every((c) => c.firstPage === undefined || c.firstPage === c.data),
       `${compression}: each offset index starts at its first data page`,
     );
-    t.ok(info.chunks.some((c) => c.firstPage !== undefined), `${compression}: offset indexes were carried over`);
+    t.ok(
+      info.chunks.some((c) => c.firstPage !== undefined),
+      `${compression}: offset indexes were carried over`,
+    );
     const path = duck.file(file);
-    t.same(await duck.describe(path), [['id', 'BIGINT'], ['name', 'VARCHAR'], ['tags', 'VARCHAR[]'], ['half', 'DOUBLE']]);
+    t.same(await duck.describe(path), [
+      ['id', 'BIGINT'],
+      ['name', 'VARCHAR'],
+      ['tags', 'VARCHAR[]'],
+      ['half', 'DOUBLE'],
+    ]);
     t.same(
       await duck.rows(
         `SELECT count(*)::INT, sum(id)::BIGINT::VARCHAR, count(name)::INT, sum(len(tags))::INT, sum(half)::DOUBLE, max(id) FILTER (WHERE tags[1] = 't2')::VARCHAR FROM read_parquet('${path}')`,
@@ -89,13 +103,24 @@ t.test('joined files read back in DuckDB, with consistent metadata, for every co
       [[3505, String((3505 * 3504) / 2), 3505 - 501, 7010, (3505 * 3504) / 4, '3503']],
       `${compression}: every value`,
     );
-    t.same(
-      await duck.rows(`SELECT row_group_id::INT, row_group_num_rows::INT FROM parquet_metadata('${path}') GROUP BY ALL ORDER BY 1`),
-      [[0, 1000], [1, 5], [2, 2500]],
-    );
+    t.same(await duck.rows(`SELECT row_group_id::INT, row_group_num_rows::INT FROM parquet_metadata('${path}') GROUP BY ALL ORDER BY 1`), [
+      [0, 1000],
+      [1, 5],
+      [2, 2500],
+    ]);
     t.same(
       await duck.rows(`SELECT id::VARCHAR, name FROM read_parquet('${path}') WHERE id BETWEEN 998 AND 1006 ORDER BY id`),
-      [['998', 'name 98'], ['999', 'name 99'], ['1000', 'name 0'], ['1001', null], ['1002', 'name 2'], ['1003', 'name 3'], ['1004', 'name 4'], ['1005', 'name 5'], ['1006', 'name 6']],
+      [
+        ['998', 'name 98'],
+        ['999', 'name 99'],
+        ['1000', 'name 0'],
+        ['1001', null],
+        ['1002', 'name 2'],
+        ['1003', 'name 3'],
+        ['1004', 'name 4'],
+        ['1005', 'name 5'],
+        ['1006', 'name 6'],
+      ],
       `${compression}: a filtered read across a row group boundary`,
     );
   }
@@ -109,7 +134,11 @@ t.test('a single file passes through with the same content', async (t) => {
   const a = duck.file(one);
   const b = duck.file(joined);
   t.same(await duck.rows(`SELECT * FROM read_parquet('${b}')`), await duck.rows(`SELECT * FROM read_parquet('${a}')`));
-  t.same(inspect(joined).chunks.map((c) => c.size), inspect(one).chunks.map((c) => c.size), 'same column chunk sizes');
+  t.same(
+    inspect(joined).chunks.map((c) => c.size),
+    inspect(one).chunks.map((c) => c.size),
+    'same column chunk sizes',
+  );
 });
 
 t.test('the joined file keeps nothing of the files added (they may be freed or reused)', async (t) => {
@@ -131,7 +160,10 @@ t.test('cutting a DuckDB file down to some row groups', async (t) => {
     `COPY (SELECT i AS id, 'v' || i AS s, [i, i + 1] AS l, i % 2 = 0 AS b FROM range(10000) t(i)) TO '${src}' (FORMAT PARQUET, ROW_GROUP_SIZE 2048)`,
   );
   const file = duck.read(src);
-  const groups = (await duck.rows(`SELECT DISTINCT row_group_id::INT, row_group_num_rows::INT FROM parquet_metadata('${src}') ORDER BY 1`)) as [number, number][];
+  const groups = (await duck.rows(`SELECT DISTINCT row_group_id::INT, row_group_num_rows::INT FROM parquet_metadata('${src}') ORDER BY 1`)) as [
+    number,
+    number,
+  ][];
   t.ok(groups.length >= 4, `${groups.length} row groups`);
   const s = new ParquetStitcher(16);
   s.add(file, [1, 3]);

@@ -186,13 +186,22 @@ t.test('hostile input: success false with a clear error, and the converter keeps
 });
 
 t.test('wrong arguments throw a TypeError', async (t) => {
-  t.same(thrown(() => parquet2csv()), ['TypeError', 'ld.parquet2csv(base64Parquet) takes the Parquet file as a base64 string, got undefined']);
-  t.same(thrown(() => parquet2csv({ base64: 'x' })), ['TypeError', 'ld.parquet2csv(base64Parquet) takes the Parquet file as a base64 string, got an object']);
+  t.same(
+    thrown(() => parquet2csv()),
+    ['TypeError', 'ld.parquet2csv(base64Parquet) takes the Parquet file as a base64 string, got undefined'],
+  );
+  t.same(
+    thrown(() => parquet2csv({ base64: 'x' })),
+    ['TypeError', 'ld.parquet2csv(base64Parquet) takes the Parquet file as a base64 string, got an object'],
+  );
 });
 
 t.test('the call deadline stops a conversion', async (t) => {
   const file = csv2parquet('a\n1').base64;
-  t.same(thrown(() => FORMATS.sync!.parquet2csv!([file], testContext(-1))), ['Error', "the conversion ran past the call's time limit"]);
+  t.same(
+    thrown(() => FORMATS.sync!.parquet2csv!([file], testContext(-1))),
+    ['Error', "the conversion ran past the call's time limit"],
+  );
 });
 
 t.test('the output cap', async (t) => {

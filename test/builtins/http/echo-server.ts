@@ -113,10 +113,13 @@ function answer(url: URL, rec: Received, res: ServerResponse, timers: Set<NodeJS
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-encoding': 'gzip' }).end(BOMB);
       return;
     case '/slow': {
-      const timer = setTimeout(() => {
-        timers.delete(timer);
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{"slow":true}');
-      }, Number(url.searchParams.get('ms') ?? '1000'));
+      const timer = setTimeout(
+        () => {
+          timers.delete(timer);
+          res.writeHead(200, { 'content-type': 'application/json' }).end('{"slow":true}');
+        },
+        Number(url.searchParams.get('ms') ?? '1000'),
+      );
       timers.add(timer);
       return;
     }

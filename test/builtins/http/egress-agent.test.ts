@@ -106,11 +106,24 @@ function guardedTest(name: string, fn: (t: Test) => Promise<void>): void {
 
 guardedTest('the metadata address is refused before any socket exists', async (t) => {
   attempts.length = 0;
-  for (const url of ['http://169.254.169.254/latest/meta-data/iam', 'https://169.254.169.254/', 'http://[fd00:ec2::254]/', 'http://0xa9fea9fe/', 'http://100.100.100.200/']) {
+  for (const url of [
+    'http://169.254.169.254/latest/meta-data/iam',
+    'https://169.254.169.254/',
+    'http://[fd00:ec2::254]/',
+    'http://0xa9fea9fe/',
+    'http://100.100.100.200/',
+  ]) {
     const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
     const started = performance.now();
     const err = await guestError(request([{ method: 'GET', url }], context()));
-    t.same(err, ['Error', `ld.request refused ${url.replace(/\?.*$/, '').replace('0xa9fea9fe', '169.254.169.254')}: ${host === '0xa9fea9fe' ? '169.254.169.254' : host} is a cloud metadata address, which the egress guard blocks`], url);
+    t.same(
+      err,
+      [
+        'Error',
+        `ld.request refused ${url.replace(/\?.*$/, '').replace('0xa9fea9fe', '169.254.169.254')}: ${host === '0xa9fea9fe' ? '169.254.169.254' : host} is a cloud metadata address, which the egress guard blocks`,
+      ],
+      url,
+    );
     t.ok(performance.now() - started < 100, 'at once');
   }
   t.same(attempts, [], 'no socket connect was attempted');
@@ -150,7 +163,11 @@ guardedTest('a host name is checked on what it resolves to, at connect time', as
     const err = await guestError(sendRequest({ method: 'GET', url, headers: {}, body: undefined }, { responseType: 'text', agent }, context()));
     t.same(err, ['Error', `ld.request refused http://${host}:${server.port}/x: ${host} resolves to ${what}, which the egress guard blocks`], host);
   }
-  t.same(dns.calls, cases.map(([h]) => h), 'each name was resolved once, by the connection itself');
+  t.same(
+    dns.calls,
+    cases.map(([h]) => h),
+    'each name was resolved once, by the connection itself',
+  );
   t.equal(server.connections(), before, 'the server (where the names pointed) saw no connection');
   await agent.dispatcher.close();
 });
@@ -160,7 +177,11 @@ guardedTest('a mixed answer connects only to the allowed address', async (t) => 
   const dns = fakeDns({ 'mixed.example': ['192.0.2.1', '127.0.0.1'] });
   const agent = createEgressAgent(['127.0.0.1/32'], { resolve: dns });
   attempts.length = 0;
-  const res = await sendRequest({ method: 'GET', url: `http://mixed.example:${server.port}/echo`, headers: {}, body: undefined }, { responseType: 'json', agent }, context());
+  const res = await sendRequest(
+    { method: 'GET', url: `http://mixed.example:${server.port}/echo`, headers: {}, body: undefined },
+    { responseType: 'json', agent },
+    context(),
+  );
   t.equal(res.status, 200);
   t.equal(JSON.parse((res as { text: string }).text).headers.host, `mixed.example:${server.port}`, 'the Host header is the name');
   t.same(attempts, ['127.0.0.1'], 'the socket was given only 127.0.0.1');
@@ -170,25 +191,33 @@ guardedTest('a mixed answer connects only to the allowed address', async (t) => 
 guardedTest('an allowed host name may reach what it resolves to', async (t) => {
   const dns = fakeDns({ 'svc.corp.example': ['127.0.0.1'] });
   const agent = createEgressAgent(['*.corp.example'], { resolve: dns });
-  const res = await sendRequest({ method: 'POST', url: `http://svc.corp.example:${server.port}/echo`, headers: { 'content-type': 'text/plain' }, body: 'hi' }, { responseType: 'text', agent }, context());
+  const res = await sendRequest(
+    { method: 'POST', url: `http://svc.corp.example:${server.port}/echo`, headers: { 'content-type': 'text/plain' }, body: 'hi' },
+    { responseType: 'text', agent },
+    context(),
+  );
   t.same([res.status, JSON.parse((res as { text: string }).text).body], [200, 'hi']);
   await agent.dispatcher.close();
 });
 
 guardedTest('DNS failures', async (t) => {
   const agent = createEgressAgent([], { resolve: fakeDns({}) });
-  const err = await guestError(sendRequest({ method: 'GET', url: 'http://nowhere.example/a?b=c', headers: {}, body: undefined }, { responseType: 'text', agent }, context()));
+  const err = await guestError(
+    sendRequest({ method: 'GET', url: 'http://nowhere.example/a?b=c', headers: {}, body: undefined }, { responseType: 'text', agent }, context()),
+  );
   t.same(err, ['Error', 'ld.request failed: the host name nowhere.example could not be resolved (GET http://nowhere.example/a)']);
   const again = createEgressAgent([], { resolve: async () => Promise.reject(Object.assign(new Error('getaddrinfo EAI_AGAIN x'), { code: 'EAI_AGAIN' })) });
   t.same(
-    await guestError(sendRequest({ method: 'GET', url: 'https://flaky.example/', headers: {}, body: undefined }, { responseType: 'text', agent: again }, context())),
+    await guestError(
+      sendRequest({ method: 'GET', url: 'https://flaky.example/', headers: {}, body: undefined }, { responseType: 'text', agent: again }, context()),
+    ),
     ['Error', 'ld.request failed: the host name flaky.example could not be resolved (temporary DNS failure) (GET https://flaky.example/)'],
   );
   await agent.dispatcher.close();
   await again.dispatcher.close();
 });
 
-guardedTest("an invalid allow list makes ld.request unavailable with a clear message, not a crash", async (t) => {
+guardedTest('an invalid allow list makes ld.request unavailable with a clear message, not a crash', async (t) => {
   const err = await guestError(request([{ method: 'GET', url: `http://127.0.0.1:${server.port}/` }], context(['not a host'])));
   t.same(err, ['Error', "ld.request is unavailable: the runner's egress allow list (LDBOX_EGRESS_ALLOW) is invalid"]);
 });

@@ -35,19 +35,34 @@ t.test('timeout: a request slower than its timeout fails with a clear error', as
   const o = await runCode(runner, CATCH(`ld.request({ method: 'GET', url: data.input.base + '/slow?ms=3000&key=hidden', timeout: 200 })`), { base });
   t.same(o.result, ['Error', `ld.request timed out after 200 ms (GET ${base}/slow)`, true]);
   t.ok(o.ms < 2000, `it gave up after the timeout, not after the server (${Math.round(o.ms)} ms)`);
-  await t.resolves(waitFor(() => server.received.at(-1)?.aborted === true), 'the server saw the request abandoned');
-  const ok = await runCode(runner, `const r = await ld.request({ method: 'GET', url: data.input.base + '/slow?ms=50', timeout: 2000 }); return r.json`, { base });
+  await t.resolves(
+    waitFor(() => server.received.at(-1)?.aborted === true),
+    'the server saw the request abandoned',
+  );
+  const ok = await runCode(runner, `const r = await ld.request({ method: 'GET', url: data.input.base + '/slow?ms=50', timeout: 2000 }); return r.json`, {
+    base,
+  });
   t.same(ok.result, { slow: true }, 'a request within its timeout succeeds');
-  const zero = await runCode(runner, `const r = await ld.request({ method: 'GET', url: data.input.base + '/slow?ms=50', timeout: 0 }); return r.json`, { base });
+  const zero = await runCode(runner, `const r = await ld.request({ method: 'GET', url: data.input.base + '/slow?ms=50', timeout: 0 }); return r.json`, {
+    base,
+  });
   t.same(zero.result, { slow: true }, 'timeout 0 means no timeout of its own');
   await stillServes(t);
 });
 
 t.test("a request never outlives the call's deadline", async (t) => {
-  const o = await runCode(runner, `const r = await ld.request({ method: 'GET', url: data.input.base + '/slow?ms=5000', timeout: 60000 }); return r.status`, { base }, { timeoutMs: 400 });
+  const o = await runCode(
+    runner,
+    `const r = await ld.request({ method: 'GET', url: data.input.base + '/slow?ms=5000', timeout: 60000 }); return r.status`,
+    { base },
+    { timeoutMs: 400 },
+  );
   t.equal(o.error?.kind, ErrorKind.TIMEOUT, 'the call times out');
   t.ok(o.ms < 2500, `at its own deadline, not the request's (${Math.round(o.ms)} ms)`);
-  await t.resolves(waitFor(() => server.received.at(-1)?.aborted === true), 'the request was abandoned with the call');
+  await t.resolves(
+    waitFor(() => server.received.at(-1)?.aborted === true),
+    'the request was abandoned with the call',
+  );
   await stillServes(t);
 });
 
@@ -77,7 +92,10 @@ t.test('the per-call request count cap', async (t) => {
     { base },
   );
   t.same(o.result, { done: [200, 200, 200, 200, 200], err: ['RangeError', 'ld.request: this call reached its limit of 5 requests'] });
-  t.notOk(server.received.some((r) => r.path === '/echo?i=5'), 'the sixth request was not sent');
+  t.notOk(
+    server.received.some((r) => r.path === '/echo?i=5'),
+    'the sixth request was not sent',
+  );
   const parallel = await runCode(
     runner,
     `const all = await Promise.allSettled(Array.from({ length: 7 }, (_, i) => ld.request({ method: 'GET', url: data.input.base + '/echo?p=' + i })));

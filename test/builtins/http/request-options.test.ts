@@ -40,7 +40,11 @@ t.test('every method reaches the server; the result has status, headers, json an
       `const r = await ld.request({ method: '${method}', url: data.input.base + '/echo/' + '${method.toLowerCase()}' });
        return { status: r.status, ct: r.headers['content-type'], method: r.json.method, path: r.json.path, text: typeof r.text, keys: Object.keys(r).sort() };`,
     );
-    t.same(r, { status: 200, ct: 'application/json', method, path: `/echo/${method.toLowerCase()}`, text: 'string', keys: ['headers', 'json', 'status', 'text'] }, method);
+    t.same(
+      r,
+      { status: 200, ct: 'application/json', method, path: `/echo/${method.toLowerCase()}`, text: 'string', keys: ['headers', 'json', 'status', 'text'] },
+      method,
+    );
     t.equal(last().method, method, `the server saw ${method}`);
   }
   t.same(
@@ -57,7 +61,10 @@ t.test('headers are sent; defaults for Accept and User-Agent can be overridden',
   t.equal(last().headers['accept'], 'application/json, text/plain, */*', 'default Accept');
   t.equal(last().headers['user-agent'], 'ldbox', 'default User-Agent');
   t.equal(last().headers['accept-encoding'], 'gzip, deflate, br', 'default Accept-Encoding (responses are decoded)');
-  await value(t, `await ld.request({ method: 'GET', url: data.input.base + '/h2', headers: { Accept: 'text/csv', 'user-agent': 'my-integration/1.0' } }); return null`);
+  await value(
+    t,
+    `await ld.request({ method: 'GET', url: data.input.base + '/h2', headers: { Accept: 'text/csv', 'user-agent': 'my-integration/1.0' } }); return null`,
+  );
   t.equal(last().headers['accept'], 'text/csv');
   t.equal(last().headers['user-agent'], 'my-integration/1.0');
   await value(t, `await ld.request({ method: 'GET', url: 'http://alice:s%40cret@' + data.input.base.slice(7) + '/basic' }); return null`);
@@ -67,7 +74,10 @@ t.test('headers are sent; defaults for Accept and User-Agent can be overridden',
 
 t.test('response headers: lower-case names, repeated ones joined', async (t) => {
   t.same(
-    await value(t, `const r = await ld.request({ method: 'GET', url: data.input.base + '/headers' }); return [r.headers['set-cookie'], r.headers['x-custom'], r.headers['X-Custom']]`),
+    await value(
+      t,
+      `const r = await ld.request({ method: 'GET', url: data.input.base + '/headers' }); return [r.headers['set-cookie'], r.headers['x-custom'], r.headers['X-Custom']]`,
+    ),
     ['a=1; Path=/, b=2', 'yes', null],
   );
 });
@@ -89,7 +99,10 @@ t.test('bodies', async (t) => {
     await value(t, `await ld.request({ method: 'POST', url: data.input.base + '/json', body: { a: 1, list: [true, null], s: 'é' } }); return null`);
     t.equal(last().headers['content-type'], 'application/json');
     t.equal(last().body.toString('utf8'), '{"a":1,"list":[true,null],"s":"é"}');
-    await value(t, `await ld.request({ method: 'PUT', url: data.input.base + '/json', body: [1, 2], headers: { 'Content-Type': 'application/vnd.api+json' } }); return null`);
+    await value(
+      t,
+      `await ld.request({ method: 'PUT', url: data.input.base + '/json', body: [1, 2], headers: { 'Content-Type': 'application/vnd.api+json' } }); return null`,
+    );
     t.equal(last().headers['content-type'], 'application/vnd.api+json', 'a given Content-Type stands');
     t.equal(last().body.toString('utf8'), '[1,2]');
   });
@@ -105,7 +118,10 @@ t.test('bodies', async (t) => {
     await value(t, `await ld.request({ method: 'POST', url: data.input.base + '/s', headers: { 'Content-Type': 'text/xml' }, body: '<a>1</a>' }); return null`);
     t.equal(last().headers['content-type'], 'text/xml');
     t.equal(last().body.toString('utf8'), '<a>1</a>');
-    await value(t, `await ld.request({ method: 'POST', url: data.input.base + '/s', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'a=1&b=%20' }); return null`);
+    await value(
+      t,
+      `await ld.request({ method: 'POST', url: data.input.base + '/s', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'a=1&b=%20' }); return null`,
+    );
     t.equal(last().body.toString('utf8'), 'a=1&b=%20', 'a urlencoded string is not encoded again');
     await value(t, `await ld.request({ method: 'POST', url: data.input.base + '/s', body: '{"raw":true}' }); return null`);
     t.equal(last().headers['content-type'], undefined, 'no Content-Type is made up for a string');
@@ -147,12 +163,20 @@ t.test('bodies', async (t) => {
     const notes = parsed.get('notes') as File;
     t.same([notes.name, notes.type, await notes.text()], ['notes.txt', 'text/plain', 'line1\nline2']);
     const bytes = parsed.get('raw') as File;
-    t.same([bytes.name, bytes.type, [...new Uint8Array(await bytes.arrayBuffer())]], ['blob', 'application/octet-stream', [1, 2, 255]], 'bytes without a file name');
+    t.same(
+      [bytes.name, bytes.type, [...new Uint8Array(await bytes.arrayBuffer())]],
+      ['blob', 'application/octet-stream', [1, 2, 255]],
+      'bytes without a file name',
+    );
     const raw = rec.body.toString('latin1');
     t.match(raw, 'Content-Disposition: form-data; name="file"; filename="report.pdf"\r\nContent-Type: application/pdf');
   });
   t.test('a FormData file with invalid base64 is refused', async (t) => {
-    const o = await runCode(runner, `const f = new FormData(); f.append('file', 'not base64!', 'a.bin'); ${CATCH(`ld.request({ method: 'POST', url: data.input.base + '/x', body: f })`)}`, { base });
+    const o = await runCode(
+      runner,
+      `const f = new FormData(); f.append('file', 'not base64!', 'a.bin'); ${CATCH(`ld.request({ method: 'POST', url: data.input.base + '/x', body: f })`)}`,
+      { base },
+    );
     t.same(o.result, ['TypeError', 'ld.request: the content of FormData file "file" (a.bin) is not valid base64', true]);
   });
 });
@@ -191,12 +215,24 @@ t.test('responseType', async (t) => {
            const u = new Uint8Array(r.buffer);
            return { keys: Object.keys(r).sort(), isAB: r.buffer instanceof ArrayBuffer, len: r.buffer.byteLength, first: Array.from(u.slice(0, 3)), at256: u[256], success: r.success, status: r.status, ct: r.headers['content-type'] };`,
         ),
-        { keys: ['buffer', 'headers', 'status', 'success'], isAB: true, len: 300, first: [0, 1, 2], at256: 0, success: true, status: 200, ct: 'application/octet-stream' },
+        {
+          keys: ['buffer', 'headers', 'status', 'success'],
+          isAB: true,
+          len: 300,
+          first: [0, 1, 2],
+          at256: 0,
+          success: true,
+          status: 200,
+          ct: 'application/octet-stream',
+        },
         rt,
       );
     }
     t.same(
-      await value(t, `const r = await ld.request({ method: 'GET', url: data.input.base + '/echo?status=404', responseType: 'binary' }); return [r.status, r.success, r.buffer.byteLength > 0]`),
+      await value(
+        t,
+        `const r = await ld.request({ method: 'GET', url: data.input.base + '/echo?status=404', responseType: 'binary' }); return [r.status, r.success, r.buffer.byteLength > 0]`,
+      ),
       [404, false, true],
       'success is false outside 2xx',
     );
@@ -214,7 +250,16 @@ t.test('non-2xx statuses are results, not throws', async (t) => {
        }
        return out;`,
     ),
-    [[201, 'POST'], [204, ''], [400, 'POST'], [401, 'POST'], [404, 'POST'], [418, 'POST'], [500, 'POST'], [503, 'POST']],
+    [
+      [201, 'POST'],
+      [204, ''],
+      [400, 'POST'],
+      [401, 'POST'],
+      [404, 'POST'],
+      [418, 'POST'],
+      [500, 'POST'],
+      [503, 'POST'],
+    ],
   );
 });
 
@@ -228,15 +273,24 @@ t.test('invalid options are refused with a TypeError that says what is wrong', a
     ['ld.request({ method: 1, url: data.input.base })', 'ld.request: method must be GET, POST, PUT, PATCH or DELETE, got 1'],
     ["ld.request({ method: 'GET' })", 'ld.request: url must be a string, got undefined'],
     ["ld.request({ method: 'GET', url: { href: 'x' } })", 'ld.request: url must be a string, got an object'],
-    ["ld.request({ method: 'GET', url: '/relative/path' })", 'ld.request: url must be an absolute URL such as https://api.example.com/items, got "/relative/path"'],
-    ["ld.request({ method: 'GET', url: 'api.example.com/x?api_key=k1#f' })", 'ld.request: url must be an absolute URL such as https://api.example.com/items, got "api.example.com/x"'],
+    [
+      "ld.request({ method: 'GET', url: '/relative/path' })",
+      'ld.request: url must be an absolute URL such as https://api.example.com/items, got "/relative/path"',
+    ],
+    [
+      "ld.request({ method: 'GET', url: 'api.example.com/x?api_key=k1#f' })",
+      'ld.request: url must be an absolute URL such as https://api.example.com/items, got "api.example.com/x"',
+    ],
     ["ld.request({ method: 'GET', url: 'file:///etc/passwd' })", 'ld.request: url must be http: or https:, got "file:"'],
     ["ld.request({ method: 'GET', url: 'ftp://example.com/x' })", 'ld.request: url must be http: or https:, got "ftp:"'],
     ["ld.request({ method: 'GET', url: data.input.base, headers: 'x' })", 'ld.request: headers must be an object, got "x"'],
     ["ld.request({ method: 'GET', url: data.input.base, headers: [['a', 'b']] })", 'ld.request: headers must be an object, got an array'],
     ["ld.request({ method: 'GET', url: data.input.base, headers: { a: { b: 1 } } })", 'ld.request: the value of header "a" must be a string, got an object'],
     ["ld.request({ method: 'GET', url: data.input.base, headers: { 'bad name': 'x' } })", 'ld.request: "bad name" is not a valid header name'],
-    ["ld.request({ method: 'GET', url: data.input.base, headers: { a: 'x\\r\\nInjected: 1' } })", 'ld.request: the value of header "a" must not contain line breaks or NUL'],
+    [
+      "ld.request({ method: 'GET', url: data.input.base, headers: { a: 'x\\r\\nInjected: 1' } })",
+      'ld.request: the value of header "a" must not contain line breaks or NUL',
+    ],
     ["ld.request({ method: 'GET', url: data.input.base, params: 'a=1' })", 'ld.request: params must be an object, got "a=1"'],
     ["ld.request({ method: 'GET', url: data.input.base, params: [1] })", 'ld.request: params must be an object, got an array'],
     ["ld.request({ method: 'GET', url: data.input.base, responseType: 'blob' })", 'ld.request: responseType must be json, text, stream or binary, got "blob"'],
@@ -254,14 +308,22 @@ t.test('invalid options are refused with a TypeError that says what is wrong', a
     t.same(o.result, ['TypeError', message, true], call);
   }
   t.equal(server.received.length, before, 'nothing was sent');
-  const o = await runCode(runner, `ld.request({ method: 'TRACE', url: data.input.base }).catch((e) => null); return 'the error is a rejection, caught by .catch'`, { base });
+  const o = await runCode(
+    runner,
+    `ld.request({ method: 'TRACE', url: data.input.base }).catch((e) => null); return 'the error is a rejection, caught by .catch'`,
+    { base },
+  );
   t.same(o.result, 'the error is a rejection, caught by .catch');
   const thrown = await runCode(runner, `return await ld.request({ method: 'GET', url: 'nope' })`, { base });
-  t.same(thrown.error, {
-    kind: ErrorKind.THROWN,
-    name: 'TypeError',
-    message: 'ld.request: url must be an absolute URL such as https://api.example.com/items, got "nope"',
-  }, 'uncaught, it ends the call as THROWN');
+  t.same(
+    thrown.error,
+    {
+      kind: ErrorKind.THROWN,
+      name: 'TypeError',
+      message: 'ld.request: url must be an absolute URL such as https://api.example.com/items, got "nope"',
+    },
+    'uncaught, it ends the call as THROWN',
+  );
 });
 
 t.test('network failures are clear errors, and the sandbox keeps serving', async (t) => {
@@ -282,6 +344,11 @@ t.test('network failures are clear errors, and the sandbox keeps serving', async
 });
 
 t.test('secrets of data.auth are redacted from error messages', async (t) => {
-  const o = await runCode(runner, CATCH(`ld.request({ method: 'GET', url: 'http://127.0.0.1:1/' + data.auth.token + '/x' })`), {}, { auth: { token: 'tok-abcdef123456' } });
+  const o = await runCode(
+    runner,
+    CATCH(`ld.request({ method: 'GET', url: 'http://127.0.0.1:1/' + data.auth.token + '/x' })`),
+    {},
+    { auth: { token: 'tok-abcdef123456' } },
+  );
   t.same(o.result, ['Error', 'ld.request failed: connection refused (GET http://127.0.0.1:1/[REDACTED]/x)', true]);
 });

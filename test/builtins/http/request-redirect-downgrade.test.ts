@@ -92,5 +92,9 @@ t.test('an https to http downgrade drops the credentials and every header holdin
       `${status}: only x-other reaches http`,
     );
   }
-  t.same(plain.received.slice(start).map((r) => r.path), ['/echo/down', '/echo/down', '/echo/down', '/echo/down'], 'the downgraded hops were made');
+  t.same(
+    plain.received.slice(start).map((r) => r.path),
+    ['/echo/down', '/echo/down', '/echo/down', '/echo/down'],
+    'the downgraded hops were made',
+  );
 });

@@ -39,7 +39,10 @@ t.test('redirects are followed', async (t) => {
     [200, '/echo/next?x=1'],
     'a relative Location',
   );
-  t.same(a.received.slice(start).map((r) => r.path), [`/redirect?status=302&to=${encodeURIComponent('/echo/next?x=1')}`, '/echo/next?x=1']);
+  t.same(
+    a.received.slice(start).map((r) => r.path),
+    [`/redirect?status=302&to=${encodeURIComponent('/echo/next?x=1')}`, '/echo/next?x=1'],
+  );
   t.same(
     await value(t, `const r = await ld.request({ method: 'GET', url: '${redirect(`${baseB}/echo/other`, 301)}' }); return [r.status, r.json.path]`),
     [200, '/echo/other'],
@@ -63,7 +66,10 @@ t.test('methods and bodies across redirects', async (t) => {
     [308, 'PATCH', 'PATCH', '{"n":1}'],
   ];
   for (const [status, method, expectMethod, expectBody] of cases) {
-    const r = await value(t, `const r = await ld.request({ method: '${method}', url: '${redirect('/echo/after', status)}', body: { n: 1 } }); return [r.json.method, r.json.body, r.json.headers['content-type'] || null]`);
+    const r = await value(
+      t,
+      `const r = await ld.request({ method: '${method}', url: '${redirect('/echo/after', status)}', body: { n: 1 } }); return [r.json.method, r.json.body, r.json.headers['content-type'] || null]`,
+    );
     t.same(r, [expectMethod, expectBody, expectBody ? 'application/json' : null], `${status} after ${method}`);
   }
 });
@@ -72,7 +78,10 @@ t.test('credentials stay with their origin', async (t) => {
   const headers = `{ Authorization: 'Bearer t-1', Cookie: 'sid=1', 'X-Other': 'kept' }`;
   const same = await value(t, `const r = await ld.request({ method: 'GET', url: '${redirect('/echo/same')}', headers: ${headers} }); return r.json.headers`);
   t.match(same, { authorization: 'Bearer t-1', cookie: 'sid=1', 'x-other': 'kept' }, 'same origin: kept');
-  const other = (await value(t, `const r = await ld.request({ method: 'GET', url: '${redirect(`${baseB}/echo/other`)}', headers: ${headers} }); return r.json.headers`)) as Record<string, string>;
+  const other = (await value(
+    t,
+    `const r = await ld.request({ method: 'GET', url: '${redirect(`${baseB}/echo/other`)}', headers: ${headers} }); return r.json.headers`,
+  )) as Record<string, string>;
   t.same([other['authorization'], other['cookie'], other['x-other']], [undefined, undefined, 'kept'], 'another origin: Authorization and Cookie dropped');
 });
 
@@ -83,7 +92,12 @@ t.test('headers holding a value of data.auth stay with their origin', async (t) 
     "'Proxy-Authorization': 'Basic cHJveHk6cHc=', 'X-Other': 'kept', 'X-Short': 'svc' }";
   const names = ['x-api-key', 'x-auth', 'proxy-authorization', 'x-other', 'x-short'];
   const echoed = async (to: string) => {
-    const o = await runCode(runner, `const r = await ld.request({ method: 'GET', url: '${redirect(to)}', headers: ${headers} }); return r.json.headers`, {}, { auth });
+    const o = await runCode(
+      runner,
+      `const r = await ld.request({ method: 'GET', url: '${redirect(to)}', headers: ${headers} }); return r.json.headers`,
+      {},
+      { auth },
+    );
     t.same(o.error, undefined, 'no error');
     const h = o.result as Record<string, string>;
     return names.map((n) => h[n] ?? null);
@@ -95,7 +109,10 @@ t.test('headers holding a value of data.auth stay with their origin', async (t) 
 });
 
 t.test('a redirect response without Location, and 304, are results', async (t) => {
-  t.same(await value(t, `const r = await ld.request({ method: 'GET', url: data.input.baseA + '/echo?status=302' }); return [r.status, r.json.method]`), [302, 'GET']);
+  t.same(await value(t, `const r = await ld.request({ method: 'GET', url: data.input.baseA + '/echo?status=302' }); return [r.status, r.json.method]`), [
+    302,
+    'GET',
+  ]);
   t.same(await value(t, `const r = await ld.request({ method: 'GET', url: '${redirect('/echo', 304)}' }); return [r.status, r.text]`), [304, '']);
 });
 
@@ -107,9 +124,18 @@ t.test('every hop passes the egress guard', async (t) => {
     [`http://[::1]:${a.port}/`, `ld.request refused the redirect to http://[::1]:${a.port}/: ::1 is a loopback address, ${blocked}`],
     [`http://2130706433:${a.port}/`, `ld.request refused the redirect to http://127.0.0.1:${a.port}/: 127.0.0.1 is a loopback address, ${blocked}`],
     [`http://0x7f.2:${c.port}/`, `ld.request refused the redirect to http://127.0.0.2:${c.port}/: 127.0.0.2 is a loopback address, ${blocked}`],
-    [`http://[::ffff:127.0.0.2]:${c.port}/`, `ld.request refused the redirect to http://[::ffff:7f00:2]:${c.port}/: ::ffff:7f00:2 is a loopback address, ${blocked}`],
-    ['http://169.254.169.254/latest/meta-data/', `ld.request refused the redirect to http://169.254.169.254/latest/meta-data/: 169.254.169.254 is a cloud metadata address, ${blocked}`],
-    ['http://[fd00:ec2::254]/latest/', `ld.request refused the redirect to http://[fd00:ec2::254]/latest/: fd00:ec2::254 is a cloud metadata address, ${blocked}`],
+    [
+      `http://[::ffff:127.0.0.2]:${c.port}/`,
+      `ld.request refused the redirect to http://[::ffff:7f00:2]:${c.port}/: ::ffff:7f00:2 is a loopback address, ${blocked}`,
+    ],
+    [
+      'http://169.254.169.254/latest/meta-data/',
+      `ld.request refused the redirect to http://169.254.169.254/latest/meta-data/: 169.254.169.254 is a cloud metadata address, ${blocked}`,
+    ],
+    [
+      'http://[fd00:ec2::254]/latest/',
+      `ld.request refused the redirect to http://[fd00:ec2::254]/latest/: fd00:ec2::254 is a cloud metadata address, ${blocked}`,
+    ],
     ['http://10.0.0.1/', `ld.request refused the redirect to http://10.0.0.1/: 10.0.0.1 is a private address, ${blocked}`],
     ['file:///etc/passwd', 'ld.request refused the redirect to file:///etc/passwd: only http: and https: URLs are supported'],
     ['gopher://localhost:70/x', 'ld.request refused the redirect to gopher://localhost:70/x: only http: and https: URLs are supported'],

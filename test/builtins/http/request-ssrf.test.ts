@@ -62,7 +62,11 @@ t.test('loopback by address, in every notation', async (t) => {
 t.test('a DNS name that resolves to loopback (localhost)', async (t) => {
   const first = (await lookup('localhost', { all: true, verbatim: true }))[0]!.address;
   await refused(t, `http://localhost:${port}/`, `ld.request refused http://localhost:${port}/: localhost resolves to ${first}, a loopback address, ${blocks}`);
-  await refused(t, `http://LocalHost:${port}/x?y=1`, `ld.request refused http://localhost:${port}/x: localhost resolves to ${first}, a loopback address, ${blocks}`);
+  await refused(
+    t,
+    `http://LocalHost:${port}/x?y=1`,
+    `ld.request refused http://localhost:${port}/x: localhost resolves to ${first}, a loopback address, ${blocks}`,
+  );
   await stillServes(t);
 });
 
@@ -92,7 +96,10 @@ t.test('private, link-local, CGNAT and metadata addresses are refused before con
 });
 
 t.test('an uncaught refusal ends the call as THROWN, and the next call is served', async (t) => {
-  const o = await runCode(runner, `return await ld.request({ method: 'POST', url: 'http://169.254.169.254/latest/api/token', headers: { 'X-aws-ec2-metadata-token-ttl-seconds': '21600' } })`);
+  const o = await runCode(
+    runner,
+    `return await ld.request({ method: 'POST', url: 'http://169.254.169.254/latest/api/token', headers: { 'X-aws-ec2-metadata-token-ttl-seconds': '21600' } })`,
+  );
   t.same(o.error, {
     kind: ErrorKind.THROWN,
     name: 'Error',
