@@ -190,7 +190,7 @@ const S = {
     min: 128 * 1024,
     max: 1 * MiB,
     meaning:
-      "QuickJS stack of a call, in bytes or with a unit: the deepest recursion (~5,400 JS calls at 1MiB, ~1,360 at 256KiB); each call's restore zeroes it (256KiB: ~25 % less CPU per trivial call)",
+      "QuickJS stack of a call, in bytes or with a unit: the deepest recursion (~5,400 JS calls at 1MiB, ~1,360 at 256KiB); each call's restore zeroes it (256KiB: ~25 % less sandbox CPU per trivial call)",
   },
   egressAllow: {
     kind: 'text',
