@@ -9,9 +9,11 @@
  */
 import { threadId } from 'node:worker_threads';
 import { workerData } from 'piscina';
+import { BUILTINS, GUEST_BINDINGS } from '../builtins/index.js';
 import {
   type CappedModule,
   prepareAhead,
+  registerBuiltins,
   runSandbox,
   SandboxCancelledError,
   type SandboxOutcome,
@@ -28,6 +30,9 @@ import { type LaneAnswer, openWorkerLane } from './worker-lane.js';
 import type { WireAnswer, WireTask, WorkerReply, WorkerSetup, WorkerTask } from './worker-task.js';
 
 const setup = workerData as WorkerSetup;
+// The worker composes the runner's sandbox: it hands the sandboxes of this thread their ld.* built-ins
+// (the sandbox names no concrete built-in; runner/builtins/guest-boundary.ts is the contract).
+registerBuiltins({ table: BUILTINS, bindings: GUEST_BINDINGS });
 const modules = new WasmModulePool(setup.modules);
 const activity = new WorkerActivity(setup.activity, threadId);
 const penalties = new PenaltyTable(setup.penalties);

@@ -1,5 +1,3 @@
-import './ld-builtins.js';
-
 export { prepareAhead, runSandbox, SandboxCancelledError, SandboxInternalError, type SandboxLimits, type CancelSource } from './run-sandbox.js';
 export { WasmModulePool, capBytesFor, type CappedModule, type WasmModulePoolOptions } from './wasm-modules.js';
 export { collectSecrets } from './redactor.js';

@@ -1,6 +1,9 @@
 /** Sandbox calls made in-process (no pool, no server), for the tests that look inside a realm. */
-import { DEFAULT_BUILTIN_CONFIG } from '../../runner/builtins/index.js';
-import type { SandboxLimits, SandboxRequest } from '../../runner/sandbox/index.js';
+import { BUILTINS, DEFAULT_BUILTIN_CONFIG, GUEST_BINDINGS } from '../../runner/builtins/index.js';
+import { registerBuiltins, type SandboxLimits, type SandboxRequest } from '../../runner/sandbox/index.js';
+
+// In-process calls have no worker to compose the sandbox: the tests that make them hand it the built-ins.
+registerBuiltins({ table: BUILTINS, bindings: GUEST_BINDINGS });
 
 export const MiB = 1024 * 1024;
 
