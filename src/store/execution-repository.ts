@@ -1,5 +1,6 @@
 /**
- * Executions over the `ldbox-executions` KV bucket (TTL 7 days by default, see ensureKvBuckets).
+ * Executions over the `ldbox-executions` KV bucket (records expire LDBOX_EXECUTION_RETENTION after their
+ * last write, 7 days by default: the bucket's max age, set by the gateway, see ensureKvBuckets).
  *
  * Key: `<workflowId>.<executionId>` — the key is its own per-workflow index: `keys("<workflowId>.*")`
  * lists one workflow's executions, and since execution ids start with their creation time, sorting the
