@@ -16,11 +16,13 @@ import type { JobsStreamOptions } from '../src/nats/streams.js';
 import { normalizeBaseUrl } from '../src/workflows/workflow-model.js';
 import { isWorkflowValidationError } from '../src/workflows/validation-error.js';
 import type { NatsSettings } from '../src/nats/connection-options.js';
-import { ConfigError, type Env, hostSetting, intSetting, type SettingSpec, sizeSetting, stringSetting } from '../src/config/env-parsers.js';
+import { ConfigError, durationSetting, type Env, hostSetting, intSetting, type SettingSpec, sizeSetting, stringSetting } from '../src/config/env-parsers.js';
 import { loadNatsSettings, NATS_SETTINGS } from '../src/config/nats-config.js';
 import { DATA_KEY_SETTINGS, loadDataKeys } from '../src/config/data-key-config.js';
 
 const MiB = 1024 * 1024;
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
 
 export interface GatewayConfig {
   host: string;
@@ -41,6 +43,8 @@ export interface GatewayConfig {
   stream: Required<Pick<JobsStreamOptions, 'maxMsgs' | 'maxBytes' | 'duplicateWindowMs' | 'replicas'>>;
   /** How long an `Idempotency-Key` is honoured (TTL of the idempotency bucket). */
   idempotencyTtlMs: number;
+  /** How long execution records are kept after their last write (max age of the executions bucket), ms. */
+  executionRetentionMs: number;
   /** How long to wait for a PubAck before answering 503. */
   publishTimeoutMs: number;
   /** The data keys that seal and open node `auth` values (LDBOX_DATA_KEY…). */
@@ -115,6 +119,14 @@ const S = {
     max: 30 * 86_400_000,
     meaning: 'how long an Idempotency-Key is honoured, ms',
   },
+  executionRetention: {
+    kind: 'duration',
+    name: 'LDBOX_EXECUTION_RETENTION',
+    fallback: 7 * DAY,
+    min: HOUR,
+    max: 3650 * DAY,
+    meaning: 'how long an execution record is kept after its last write (the max age of the executions bucket, applied at start-up): 7d, 24h, 90m, or hours',
+  },
   publishTimeoutMs: {
     kind: 'int',
     name: 'LDBOX_PUBLISH_TIMEOUT_MS',
@@ -161,6 +173,7 @@ export function loadGatewayConfig(env: Env): GatewayConfig {
       replicas: intSetting(env, S.jobsReplicas),
     },
     idempotencyTtlMs: intSetting(env, S.idempotencyTtlMs),
+    executionRetentionMs: durationSetting(env, S.executionRetention),
     publishTimeoutMs: intSetting(env, S.publishTimeoutMs),
     dataKeys: loadDataKeys(env),
     http: loadHttpLimits(env),

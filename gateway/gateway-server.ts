@@ -210,7 +210,13 @@ class GatewayRole extends RoleLifecycle implements Gateway {
     const jsm = await jetstreamManager(nc, { timeout: 3000 });
     const maxJob = maxJobBytes(config.maxBodyBytes);
     await ensureJobsStream(jsm, { ...config.stream, maxMsgSize: maxJob });
-    const buckets = await ensureKvBuckets(nc, jsm, { idempotencyTtlMs: config.idempotencyTtlMs, replicas: config.stream.replicas, timeoutMs: 3000 });
+    const buckets = await ensureKvBuckets(nc, jsm, {
+      idempotencyTtlMs: config.idempotencyTtlMs,
+      executionsTtlMs: config.executionRetentionMs,
+      replicas: config.stream.replicas,
+      timeoutMs: 3000,
+      log: this.#log,
+    });
     const workspaces = await ensureWorkspacesBucket(nc, jsm, { replicas: config.stream.replicas });
     const problem = checkMaxPayload(nc, maxJob);
     if (problem) this.#log.error({ maxBodyBytes: config.maxBodyBytes }, `${problem}; larger webhooks are answered 413`);

@@ -41,6 +41,19 @@ export interface SizeSpec extends SpecBase {
   readonly unit?: number;
 }
 
+/**
+ * A length of time: a whole number with a unit (`7d`, `24h`, `90m`), or plain digits counting in `unit`
+ * (hours unless said otherwise). `fallback`, `min`, `max` and the value read are in milliseconds.
+ */
+export interface DurationSpec extends SpecBase {
+  readonly kind: 'duration';
+  readonly fallback: number;
+  readonly min: number;
+  readonly max: number;
+  /** What plain digits count: `h` (the default) or `m`. */
+  readonly unit?: 'h' | 'm';
+}
+
 /** One of a few words. */
 export interface ChoiceSpec extends SpecBase {
   readonly kind: 'choice';
@@ -54,7 +67,7 @@ export interface TextSpec extends SpecBase {
   readonly shown: string;
 }
 
-export type SettingSpec = IntSpec | SizeSpec | ChoiceSpec | TextSpec;
+export type SettingSpec = IntSpec | SizeSpec | DurationSpec | ChoiceSpec | TextSpec;
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -69,6 +82,8 @@ export function shownDefault(spec: SettingSpec): string {
       return String(spec.fallback);
     case 'size':
       return formatSize(spec.fallback * (spec.unit ?? 1));
+    case 'duration':
+      return formatDuration(spec.fallback);
     case 'choice':
       return spec.fallback;
     case 'text':
@@ -83,6 +98,8 @@ export function acceptedValues(spec: SettingSpec): string {
       return `${spec.min} to ${spec.max}`;
     case 'size':
       return `${formatSize(spec.min * (spec.unit ?? 1))} to ${formatSize(spec.max * (spec.unit ?? 1))}`;
+    case 'duration':
+      return `${formatDuration(spec.min)} to ${formatDuration(spec.max)}`;
     case 'choice':
       return spec.choices.join(', ');
     case 'text':
@@ -101,6 +118,14 @@ export function formatSize(bytes: number): string {
     if (bytes !== 0 && bytes % unit === 0) return `${bytes / unit}${label}`;
   }
   return String(bytes);
+}
+
+const DURATION_UNITS = { d: 86_400_000, h: 3_600_000, m: 60_000 } as const;
+
+/** Milliseconds as `Nd`, `Nh` or `Nm` when a whole number of those, else `Nms`. */
+export function formatDuration(ms: number): string {
+  for (const [unit, per] of Object.entries(DURATION_UNITS)) if (ms !== 0 && ms % per === 0) return `${ms / per}${unit}`;
+  return `${ms}ms`;
 }
 
 function unset(raw: string | undefined): raw is undefined {
@@ -151,6 +176,24 @@ export function sizeSetting(env: Env, spec: SizeSpec, fallback = spec.fallback):
     throw new ConfigError(`${name} must be from ${formatSize(min * unit)} to ${formatSize(max * unit)}, got "${raw.trim()}" (${bytes} bytes)`);
   }
   return bytes / unit;
+}
+
+/** A {@link DurationSpec} setting, in milliseconds. */
+export function durationSetting(env: Env, spec: DurationSpec, fallback = spec.fallback): number {
+  const { name } = spec;
+  const raw = env[name];
+  if (unset(raw)) return fallback;
+  const unit = spec.unit ?? 'h';
+  const m = /^\s*(\d+)\s*([dhm]?)\s*$/.exec(raw);
+  if (!m)
+    throw new ConfigError(
+      `${name} must be a duration: a whole number with a unit (7d, 24h, 90m) or a number of ${unit === 'h' ? 'hours' : 'minutes'}, got "${raw}"`,
+    );
+  const ms = Number(m[1]) * DURATION_UNITS[(m[2] || unit) as keyof typeof DURATION_UNITS];
+  if (!Number.isSafeInteger(ms) || ms < spec.min || ms > spec.max) {
+    throw new ConfigError(`${name} must be from ${formatDuration(spec.min)} to ${formatDuration(spec.max)}, got "${raw.trim()}"`);
+  }
+  return ms;
 }
 
 export function choiceSetting<T extends string>(env: Env, spec: ChoiceSpec & { choices: readonly T[]; fallback: T }): T {

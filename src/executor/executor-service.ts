@@ -276,6 +276,10 @@ class ExecutorRole extends RoleLifecycle implements Executor {
     if (job.attempt === 1) metrics.queueWait(Math.max(0, Date.now() - Date.parse(parsed.receivedAt)) / 1000);
     try {
       const outcome = await runExecution(parsed, job.attempt, this.#deps(s), cancelled);
+      if (outcome === 'superseded') {
+        job.abandon(); // another executor runs this job now (runExecution logged it)
+        return;
+      }
       metrics.execution(outcome, (performance.now() - t0) / 1000);
       metrics.attempt('done');
       log.info(
@@ -306,7 +310,10 @@ class ExecutorRole extends RoleLifecycle implements Executor {
       { executionId: parsed.executionId, workflowId: parsed.workflowId, attempt: job.attempt, err: (error as Error | undefined)?.message },
       'execution failed: attempts used up',
     );
-    await recordExhausted(parsed, job.attemptsMade, error, this.#deps(s));
+    if ((await recordExhausted(parsed, job.attemptsMade, error, this.#deps(s))) === 'superseded') {
+      job.abandon(); // another executor runs this job now: not ours to remove
+      return;
+    }
     this.#metrics.execution('failed', 0);
     this.#metrics.attempt('exhausted');
   }

@@ -12,7 +12,12 @@
  *   repeat them keys them on `data.input`'s execution id or its own idempotency keys);
  * - the cost is charged once per execution: the final record says `charged: false` until the charge is
  *   made, so a crash between the two makes the redelivery charge, and only a crash between the charge and
- *   the next write could charge twice.
+ *   the next write could charge twice;
+ * - every write of the record is fenced: a compare-and-set on the KV revision this attempt read or last
+ *   wrote. An executor that lost its job (its delivery timed out and the job went to another executor,
+ *   or it was cut off from NATS meanwhile) finds the record moved on at its next write; it then re-reads
+ *   it and stops working on the job (an info log line, no error, no retry): the record stays the newer
+ *   attempt's, and its node entries are never duplicated or rolled back by a late writer.
  *
  * Failures:
  * - a template that does not resolve, code that throws / times out / runs out of memory (or returns a
@@ -26,7 +31,7 @@ import type { JsonObject, JsonValue } from '@bufbuild/protobuf';
 import { ResultKind } from '../gen/ldbox/runner/v1/runner_pb.js';
 import type { Logger } from '../logging/logger.js';
 import type { ExecutionRecord, ExecutionRepository } from '../store/execution-repository.js';
-import { isSecretUnavailable } from '../store/store-errors.js';
+import { isSecretUnavailable, isStaleRecord } from '../store/store-errors.js';
 import type { WorkspaceRepository } from '../store/workspace-repository.js';
 import { isTemplateError, renderTemplates } from '../workflows/template.js';
 import type { WebhookJob } from '../workflows/webhook-job.js';
@@ -35,7 +40,12 @@ import { nodeCostUnits, nodeEntry, type NodeOutcome, nodeShareBytes, readStoredN
 import { RunnerRejectedError, type RunnerClients } from './runner-clients.js';
 import { MAX_INPUT_DEPTH, UndeliverableResultError, valueDepth } from './runner-wire.js';
 
-export type RunOutcome = 'succeeded' | 'failed' | 'already_finished';
+/**
+ * How an attempt ended. `already_finished`: the record was final when read (or became final by another
+ * executor's hand while this attempt ran); `superseded`: another executor took the job over and is still
+ * running it, so this attempt stopped without settling anything.
+ */
+export type RunOutcome = 'succeeded' | 'failed' | 'already_finished' | 'superseded';
 export type ExecuteOutcome = 'ok' | 'code_error' | 'runner_error';
 
 export interface ExecutionObserver {
@@ -44,7 +54,7 @@ export interface ExecutionObserver {
 }
 
 export interface ExecutionDeps {
-  executions: Pick<ExecutionRepository, 'find' | 'put'>;
+  executions: Pick<ExecutionRepository, 'read' | 'write'>;
   workflows: { get(id: string): Promise<WorkflowRecord | undefined> };
   workspaces: Pick<WorkspaceRepository, 'charge'>;
   runners: Pick<RunnerClients, 'execute'>;
@@ -66,18 +76,74 @@ export class RetryableRunError extends Error {
 const jsonBytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v), 'utf8');
 const isFinal = (r: ExecutionRecord | undefined): boolean => r?.status === 'succeeded' || r?.status === 'failed';
 
+/** The record this attempt writes and the KV revision of its last write or read: the fence of the next write. */
+interface Fenced {
+  rec: ExecutionRecord;
+  revision: number;
+}
+
+/** A fenced write found the record moved on: this attempt stops (caught at the entry points below). */
+class RecordMovedOnError extends Error {
+  override readonly name = 'RecordMovedOnError';
+  constructor(readonly current: ExecutionRecord | undefined) {
+    super('the execution record moved on');
+  }
+}
+
+/**
+ * Writes `f.rec` if the record is still at `f.revision`. When it is not, the record is read again: if it
+ * holds exactly this write (it landed, only its answer was lost) the attempt goes on, else the record
+ * moved on and {@link RecordMovedOnError} stops the attempt.
+ */
+async function save(f: Fenced, deps: ExecutionDeps): Promise<void> {
+  try {
+    f.revision = await deps.executions.write(f.rec, f.revision);
+    return;
+  } catch (err) {
+    if (!isStaleRecord(err)) throw err;
+  }
+  const now = await deps.executions.read(f.rec.workflowId, f.rec.id);
+  if (now.record !== undefined && JSON.stringify(now.record) === JSON.stringify(f.rec)) {
+    f.revision = now.revision;
+    return;
+  }
+  throw new RecordMovedOnError(now.record);
+}
+
+/** Runs `f`; a record that moved on under it ends the attempt quietly (see {@link RecordMovedOnError}). */
+async function fenced<T>(ids: { workflowId: string; executionId: string }, deps: ExecutionDeps, f: () => Promise<T>): Promise<T | RunOutcome> {
+  try {
+    return await f();
+  } catch (err) {
+    if (!(err instanceof RecordMovedOnError)) throw err;
+    const finished = isFinal(err.current);
+    deps.log.info(
+      { workflowId: ids.workflowId, executionId: ids.executionId, status: err.current?.status ?? 'none', attempts: err.current?.attempts },
+      finished
+        ? 'the execution was finished by another executor meanwhile: this attempt stops'
+        : 'the execution was taken over by another executor (this job was redelivered): this attempt stops',
+    );
+    return finished ? 'already_finished' : 'superseded';
+  }
+}
+
 /**
  * Runs (or resumes, or recognises as done) the execution of `job`; `attempt` is the job's delivery count.
  * Resolves once the final record is written and the workspace charged; throws to have the job retried.
  */
-export async function runExecution(job: WebhookJob, attempt: number, deps: ExecutionDeps, signal?: AbortSignal): Promise<RunOutcome> {
+export function runExecution(job: WebhookJob, attempt: number, deps: ExecutionDeps, signal?: AbortSignal): Promise<RunOutcome> {
+  return fenced(job, deps, () => run(job, attempt, deps, signal));
+}
+
+async function run(job: WebhookJob, attempt: number, deps: ExecutionDeps, signal: AbortSignal | undefined): Promise<RunOutcome> {
   const now = deps.now ?? (() => new Date());
-  const existing = await deps.executions.find(job.workflowId, job.executionId);
+  const { record: existing, revision } = await deps.executions.read(job.workflowId, job.executionId);
   if (existing && isFinal(existing)) {
-    await settleCharge(existing, deps);
+    await settleCharge({ rec: existing, revision }, deps);
     return 'already_finished';
   }
   const rec = continuedRecord(job, existing, { startedAt: now().toISOString(), attempts: Math.max((existing?.attempts ?? 0) + 1, attempt) });
+  const f: Fenced = { rec, revision };
 
   let workflow;
   try {
@@ -89,11 +155,11 @@ export async function runExecution(job: WebhookJob, attempt: number, deps: Execu
         { workflowId: job.workflowId, executionId: job.executionId, keyId: err.keyId, err: err.message },
         'a stored node auth cannot be opened: execution failed',
       );
-      return finish(rec, 'failed', err.message, deps);
+      return finish(f, 'failed', err.message, deps);
     }
     throw err;
   }
-  if (!workflow) return finish(rec, 'failed', `workflow ${job.workflowId} was deleted before the execution ran`, deps);
+  if (!workflow) return finish(f, 'failed', `workflow ${job.workflowId} was deleted before the execution ran`, deps);
 
   const share = nodeShareBytes(deps.maxRecordBytes(), jsonBytes(job.trigger), workflow.nodes.length);
   const outputs: Record<string, { output: JsonValue }> = Object.create(null);
@@ -106,25 +172,25 @@ export async function runExecution(job: WebhookJob, attempt: number, deps: Execu
   }
   rec.nodes = rec.nodes.slice(0, resumeAt);
   rec.unrecordedOutputs = rec.unrecordedOutputs!.filter((id) => workflow.nodes.slice(0, resumeAt).some((n) => n.id === id));
-  await deps.executions.put(rec);
+  await save(f, deps);
 
   for (const [i, node] of workflow.nodes.entries()) {
     if (i < resumeAt) continue;
     const started = async (startedAt: Date): Promise<void> => {
       // Nodes appear in the record once they start, so a reader sees which one is running.
       rec.nodes[i] = nodeEntry({ id: node.id, status: 'running', startedAt }, share).json;
-      await deps.executions.put(rec);
+      await save(f, deps);
     };
     const outcome = await runNode(node, job, outputs, started, deps, signal, now);
     const entry = nodeEntry(outcome.node, share);
     rec.nodes[i] = entry.json;
     rec.costUnits += outcome.costUnits;
     if (!entry.outputRecorded) rec.unrecordedOutputs!.push(node.id);
-    if (outcome.node.status === 'failed') return finish(rec, 'failed', runError(node.id, outcome.node.error!.message), deps);
+    if (outcome.node.status === 'failed') return finish(f, 'failed', runError(node.id, outcome.node.error!.message), deps);
     outputs[node.id] = { output: outcome.node.output ?? null };
-    if (i < workflow.nodes.length - 1) await deps.executions.put(rec);
+    if (i < workflow.nodes.length - 1) await save(f, deps);
   }
-  return finish(rec, 'succeeded', '', deps);
+  return finish(f, 'succeeded', '', deps);
 }
 
 /** The `running` record of `job`, carrying over what an earlier attempt recorded (nodes, cost, creation time). */
@@ -214,35 +280,45 @@ async function runNode(
 }
 
 /** Writes the final record, then charges the workspace. */
-async function finish(rec: ExecutionRecord, status: 'succeeded' | 'failed', error: string, deps: ExecutionDeps): Promise<RunOutcome> {
+async function finish(f: Fenced, status: 'succeeded' | 'failed', error: string, deps: ExecutionDeps): Promise<RunOutcome> {
+  const rec = f.rec;
   rec.status = status;
   rec.error = error;
   rec.finishedAt = (deps.now ?? (() => new Date()))().toISOString();
   rec.charged = rec.costUnits === 0;
-  await deps.executions.put(rec);
-  await settleCharge(rec, deps);
+  await save(f, deps);
+  await settleCharge(f, deps);
   return status;
 }
 
 /** Adds a finished execution's cost to its workspace unless that was done. */
-async function settleCharge(rec: ExecutionRecord, deps: ExecutionDeps): Promise<void> {
+async function settleCharge(f: Fenced, deps: ExecutionDeps): Promise<void> {
+  const rec = f.rec;
   // Records written before the `charged` field existed, and queued ones, have it undefined: nothing owed.
   if (rec.charged !== false) return;
   if (rec.costUnits > 0) await deps.workspaces.charge(rec.workspace, rec.costUnits, (deps.now ?? (() => new Date()))());
   rec.charged = true;
-  await deps.executions.put(rec);
+  await save(f, deps);
 }
 
 /**
  * Records the failure of a job whose attempts are used up: `error` is what failed the last attempt, or
  * undefined when the job came back after an attempt that died without settling (the executor was
  * killed). `attempts` counts the attempts made, not the delivery that only records the failure. A node
- * left running is marked failed with a runner error.
+ * left running is marked failed with a runner error. `superseded` when another executor took the job over
+ * meanwhile (then nothing is written).
  */
-export async function recordExhausted(job: WebhookJob, attempts: number, error: unknown, deps: ExecutionDeps): Promise<void> {
+export function recordExhausted(job: WebhookJob, attempts: number, error: unknown, deps: ExecutionDeps): Promise<RunOutcome> {
+  return fenced(job, deps, () => exhausted(job, attempts, error, deps));
+}
+
+async function exhausted(job: WebhookJob, attempts: number, error: unknown, deps: ExecutionDeps): Promise<RunOutcome> {
   const now = deps.now ?? (() => new Date());
-  const existing = await deps.executions.find(job.workflowId, job.executionId);
-  if (existing && isFinal(existing)) return settleCharge(existing, deps);
+  const { record: existing, revision } = await deps.executions.read(job.workflowId, job.executionId);
+  if (existing && isFinal(existing)) {
+    await settleCharge({ rec: existing, revision }, deps);
+    return 'already_finished';
+  }
   const reason = error === undefined ? 'the executor stopped during the last one' : ((error as Error)?.message ?? String(error));
   const rec = continuedRecord(job, existing, { startedAt: existing?.startedAt ?? null, attempts: Math.max(existing?.attempts ?? 0, attempts) });
   // The node that was running when the last attempt ended: the entry after the succeeded ones, if any.
@@ -256,15 +332,19 @@ export async function recordExhausted(job: WebhookJob, attempts: number, error: 
     ).json;
     message = runError(last.id, message);
   }
-  await finish(rec, 'failed', message, deps);
+  return finish({ rec, revision }, 'failed', message, deps);
 }
 
 /** Records a job that could be read only in part (its ids) as a failed execution. */
 export async function recordMalformed(ids: { workflowId: string; executionId: string }, message: string, deps: ExecutionDeps): Promise<void> {
-  const existing = await deps.executions.find(ids.workflowId, ids.executionId);
+  await fenced(ids, deps, () => malformed(ids, message, deps));
+}
+
+async function malformed(ids: { workflowId: string; executionId: string }, message: string, deps: ExecutionDeps): Promise<void> {
+  const { record: existing, revision } = await deps.executions.read(ids.workflowId, ids.executionId);
   if (existing && isFinal(existing)) return;
   const nowIso = (deps.now ?? (() => new Date()))().toISOString();
-  await deps.executions.put({
+  const rec: ExecutionRecord = {
     id: ids.executionId,
     workflowId: ids.workflowId,
     workspace: existing?.workspace ?? '',
@@ -278,5 +358,6 @@ export async function recordMalformed(ids: { workflowId: string; executionId: st
     attempts: (existing?.attempts ?? 0) + 1,
     costUnits: 0,
     charged: true,
-  });
+  };
+  await save({ rec, revision }, deps);
 }

@@ -186,6 +186,15 @@ export class Job {
     this.msg.term(); // no reason: 2.9 ignores `+TERM <reason>`
   }
 
+  /**
+   * Let go of this delivery without telling the server: another executor holds a later delivery of the
+   * same job (it was redelivered to it), and an ack here would remove the job under that one, while a nak
+   * would hand it to a third. The server's redelivery timer follows the later delivery.
+   */
+  abandon(): void {
+    this.#settle();
+  }
+
   #settle(): boolean {
     const was = this.#settled;
     this.#settled = true;

@@ -17,6 +17,7 @@ import {
   type StreamInfo,
 } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
+import type { Logger } from '../logging/logger.js';
 
 const MS = 1_000_000; // nanoseconds per millisecond (JetStream durations are in ns)
 const MiB = 1024 * 1024;
@@ -174,6 +175,8 @@ export interface KvBucketOptions {
   replicas?: number;
   /** Timeout of the returned handle's requests (get/put/create…). Default 3000 ms: a KV call made while NATS is away fails in bounded time. */
   timeoutMs?: number;
+  /** Told (at info) when an existing bucket's limits are changed to these. */
+  log?: Pick<Logger, 'info'>;
 }
 
 /**
@@ -198,8 +201,22 @@ export async function ensureKvBucket(nc: NatsConnection, jsm: JetStreamManager, 
   for (const [k, v] of Object.entries(want) as Array<[keyof StreamConfig, unknown]>) {
     if (!same(info.config[k], v)) (changes as Record<string, unknown>)[k] = v;
   }
-  if (Object.keys(changes).length > 0) await jsm.streams.update(streamName, changes);
+  if (Object.keys(changes).length > 0) {
+    await jsm.streams.update(streamName, changes);
+    const was = Object.fromEntries(Object.keys(changes).map((k) => [k, info.config[k as keyof StreamConfig]]));
+    opts.log?.info({ bucket: name, was: shownLimits(was), now: shownLimits(changes) }, 'KV bucket limits changed to the configured ones');
+  }
   return kv;
+}
+
+/** Stream limits for a log line: ages in ms rather than ns. */
+function shownLimits(limits: Partial<StreamConfig>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...limits };
+  if (typeof limits.max_age === 'number') {
+    delete out.max_age;
+    out.max_age_ms = limits.max_age / MS;
+  }
+  return out;
 }
 
 export interface KvBucketsOptions {
@@ -208,7 +225,7 @@ export interface KvBucketsOptions {
    * than the stream's 2-min `Nats-Msg-Id` window, which is why keys are claimed in KV, not only de-duplicated.
    */
   idempotencyTtlMs?: number;
-  /** How long execution records are kept. Default 7 days. */
+  /** How long execution records are kept after their last write (LDBOX_EXECUTION_RETENTION). Default 7 days. */
   executionsTtlMs?: number;
   /** Size limit of the executions bucket (-1 = none). Default -1. */
   executionsMaxBytes?: number;
@@ -217,6 +234,8 @@ export interface KvBucketsOptions {
   replicas?: number;
   /** Request timeout of the returned KV handles. Default 3000 ms. */
   timeoutMs?: number;
+  /** Told (at info) when an existing bucket's limits are changed (a new retention, replicas…). */
+  log?: Pick<Logger, 'info'>;
 }
 
 export type LdboxBuckets = Record<BucketRole, KV>;
@@ -225,16 +244,18 @@ export type LdboxBuckets = Record<BucketRole, KV>;
 export async function ensureKvBuckets(nc: NatsConnection, jsm: JetStreamManager, opts: KvBucketsOptions = {}): Promise<LdboxBuckets> {
   const replicas = opts.replicas ?? 1;
   const timeoutMs = opts.timeoutMs ?? 3000;
+  const log = opts.log;
   const [workflows, webhooks, executions, idempotency] = await Promise.all([
-    ensureKvBucket(nc, jsm, KV_BUCKETS.workflows, { history: opts.workflowsHistory ?? 1, replicas, timeoutMs }),
-    ensureKvBucket(nc, jsm, KV_BUCKETS.webhooks, { replicas, timeoutMs }),
+    ensureKvBucket(nc, jsm, KV_BUCKETS.workflows, { history: opts.workflowsHistory ?? 1, replicas, timeoutMs, log }),
+    ensureKvBucket(nc, jsm, KV_BUCKETS.webhooks, { replicas, timeoutMs, log }),
     ensureKvBucket(nc, jsm, KV_BUCKETS.executions, {
       ttlMs: opts.executionsTtlMs ?? 7 * 24 * 3600_000,
       maxBytes: opts.executionsMaxBytes ?? -1,
       replicas,
       timeoutMs,
+      log,
     }),
-    ensureKvBucket(nc, jsm, KV_BUCKETS.idempotency, { ttlMs: opts.idempotencyTtlMs ?? 24 * 3600_000, replicas, timeoutMs }),
+    ensureKvBucket(nc, jsm, KV_BUCKETS.idempotency, { ttlMs: opts.idempotencyTtlMs ?? 24 * 3600_000, replicas, timeoutMs, log }),
   ]);
   return { workflows: workflows!, webhooks: webhooks!, executions: executions!, idempotency: idempotency! };
 }

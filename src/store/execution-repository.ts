@@ -1,5 +1,6 @@
 /**
- * Executions over the `ldbox-executions` KV bucket (TTL 7 days by default, see ensureKvBuckets).
+ * Executions over the `ldbox-executions` KV bucket (records expire LDBOX_EXECUTION_RETENTION after their
+ * last write, 7 days by default: the bucket's max age, set by the gateway, see ensureKvBuckets).
  *
  * Key: `<workflowId>.<executionId>` — the key is its own per-workflow index: `keys("<workflowId>.*")`
  * lists one workflow's executions, and since execution ids start with their creation time, sorting the
@@ -34,7 +35,7 @@ import { parseWebhookJob } from '../workflows/webhook-job.js';
 import { isExecutionId } from '../workflows/ids.js';
 import { hasProtoKey, type ProtoEncoding, setStructKeepingKeys, valueUnknownField, withStandIns } from '../json/proto-keys.js';
 import { kvKeys, kvLastByPattern } from './kv-index.js';
-import { decodeJson, decodePageToken, encodeJson, encodePageToken, unavailable } from './store-errors.js';
+import { decodeJson, decodePageToken, encodeJson, encodePageToken, isWrongRevision, StaleRecordError, unavailable } from './store-errors.js';
 
 export type ExecutionStatusName = 'queued' | 'running' | 'succeeded' | 'failed';
 
@@ -61,6 +62,12 @@ export interface ExecutionRecord {
   charged?: boolean;
   /** Nodes whose output was too large to record (the executor's own bookkeeping, not shown). */
   unrecordedOutputs?: string[];
+}
+
+/** A stored record and the KV revision it was read at (see {@link ExecutionRepository.read}). */
+export interface VersionedExecution {
+  record: ExecutionRecord | undefined;
+  revision: number;
 }
 
 export interface ExecutionPage {
@@ -188,18 +195,36 @@ export class ExecutionRepository {
     private readonly jobsStream: string = JOBS_STREAM,
   ) {}
 
-  /** Writes the record as it is (the executor's upsert). */
-  async put(record: ExecutionRecord): Promise<void> {
+  /**
+   * The stored record of one execution with its KV revision, the fence of the next {@link write}:
+   * revision 0 when the key was never written, the delete marker's revision (and no record) when it was
+   * deleted.
+   */
+  async read(workflowId: string, executionId: string): Promise<VersionedExecution> {
+    let e;
     try {
-      await this.executions.put(executionKey(record.workflowId, record.id), encodeJson(record));
+      e = await this.executions.get(executionKey(workflowId, executionId));
     } catch (err) {
-      throw unavailable('storing the execution failed', err);
+      throw unavailable('reading the execution failed', err);
     }
+    if (!e) return { record: undefined, revision: 0 };
+    if (e.operation !== 'PUT') return { record: undefined, revision: e.revision };
+    return { record: decodeJson<ExecutionRecord>(e.value), revision: e.revision };
   }
 
-  /** One execution by its workflow and id, with one direct read (the executor's lookup). */
-  find(workflowId: string, executionId: string): Promise<ExecutionRecord | undefined> {
-    return this.#read(executionKey(workflowId, executionId));
+  /**
+   * Writes the record if the key is still at `revision` (as {@link read} returned it; 0 = create it) and
+   * returns the new revision: a compare-and-set, so a writer that lost its job to another executor cannot
+   * overwrite what that one wrote since. Throws {@link StaleRecordError} when the key moved on.
+   */
+  async write(record: ExecutionRecord, revision: number): Promise<number> {
+    const key = executionKey(record.workflowId, record.id);
+    try {
+      return revision === 0 ? await this.executions.create(key, encodeJson(record)) : await this.executions.update(key, encodeJson(record), revision);
+    } catch (err) {
+      if (isWrongRevision(err)) throw new StaleRecordError(`execution ${record.id} changed since revision ${revision}`, { cause: err });
+      throw unavailable('storing the execution failed', err);
+    }
   }
 
   /** One execution by id, recorded or still queued; undefined when there is none (or it expired). */

@@ -15,6 +15,18 @@ export class StoreConflictError extends Error {
 }
 
 /**
+ * A compare-and-set write of an execution record found the record changed since it was read: another
+ * executor took the job over (a redelivery) or finished it. The writer must not retry blindly.
+ */
+export class StaleRecordError extends Error {
+  override readonly name = 'StaleRecordError';
+}
+
+export function isStaleRecord(err: unknown): err is StaleRecordError {
+  return err instanceof StaleRecordError;
+}
+
+/**
  * A stored secret (a node's `auth`) that cannot be opened: its data key is not configured, or the value
  * was altered or moved. The message names the workflow, the node and the key id, never key material.
  */

@@ -33,6 +33,7 @@ t.test('defaults', async (t) => {
     maxBodyBytes: 5 * MiB,
     stream: { maxMsgs: 1_000_000, maxBytes: 1024 * MiB, duplicateWindowMs: 120_000, replicas: 1 },
     idempotencyTtlMs: 86_400_000,
+    executionRetentionMs: 7 * 86_400_000,
     publishTimeoutMs: 5000,
     http: { maxConnections: 1024, maxStreamsPerConnection: 128, headersTimeoutMs: 20_000, bodyTimeoutMs: 30_000, idleTimeoutMs: 60_000 },
   });
@@ -81,4 +82,21 @@ t.test('exact messages', async (t) => {
   t.equal(configError({ LDBOX_JOBS_MAX_MSGS: '0' }), 'LDBOX_JOBS_MAX_MSGS must be from 1 to 1000000000, got 0');
   t.equal(configError({ LDBOX_JOBS_REPLICAS: '6' }), 'LDBOX_JOBS_REPLICAS must be from 1 to 5, got 6');
   t.equal(configError({ LDBOX_PUBLISH_TIMEOUT_MS: '50' }), 'LDBOX_PUBLISH_TIMEOUT_MS must be from 100 to 60000, got 50');
+});
+
+t.test('LDBOX_EXECUTION_RETENTION: a duration with a unit, or hours', async (t) => {
+  const retention = (v: string) => loadGatewayConfig({ LDBOX_ADMIN_TOKEN: TOKEN, LDBOX_EXECUTION_RETENTION: v }).executionRetentionMs;
+  t.equal(retention('7d'), 7 * 86_400_000);
+  t.equal(retention('24h'), 86_400_000);
+  t.equal(retention(' 36 '), 36 * 3_600_000, 'plain digits are hours');
+  t.equal(retention('90m'), 90 * 60_000);
+  t.equal(retention(''), 7 * 86_400_000, 'empty = unset = 7 days');
+  const bad = 'LDBOX_EXECUTION_RETENTION must be a duration: a whole number with a unit (7d, 24h, 90m) or a number of hours, got';
+  t.equal(configError({ LDBOX_EXECUTION_RETENTION: 'a week' }), `${bad} "a week"`);
+  t.equal(configError({ LDBOX_EXECUTION_RETENTION: '1w' }), `${bad} "1w"`);
+  t.equal(configError({ LDBOX_EXECUTION_RETENTION: '1.5d' }), `${bad} "1.5d"`);
+  t.equal(configError({ LDBOX_EXECUTION_RETENTION: '-1' }), `${bad} "-1"`);
+  t.equal(configError({ LDBOX_EXECUTION_RETENTION: '0' }), 'LDBOX_EXECUTION_RETENTION must be from 1h to 3650d, got "0"');
+  t.equal(configError({ LDBOX_EXECUTION_RETENTION: '30m' }), 'LDBOX_EXECUTION_RETENTION must be from 1h to 3650d, got "30m"');
+  t.equal(configError({ LDBOX_EXECUTION_RETENTION: '3651d' }), 'LDBOX_EXECUTION_RETENTION must be from 1h to 3650d, got "3651d"');
 });
