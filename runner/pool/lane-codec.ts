@@ -12,9 +12,14 @@
  * Packed call: placement u32, slot u32, encoding u8 (0 protobuf, 1 JSON), grpcFramed u8, 2 bytes unused,
  * submittedAt f64, deadlineAt f64 (NaN: none), body length u32, 4 bytes unused, the body, padding to 8.
  * Packed answer: placement u32, outcome u8 (0 ok, 1 error), deadlineExceeded u8, requestId length u16,
- * queueTimeMs f64, body length u32, 4 bytes unused, the request id (UTF-8), the body, padding to 8.
+ * queueTimeMs f64, body length u32, errorKind u8 (0 none, else 1 + its index in {@link ERROR_KINDS}),
+ * 3 bytes unused, memoryUsedBytes f64 (NaN: none), the request id (UTF-8), the body, padding to 8.
  */
+import type { UserErrorKind } from '../sandbox/index.js';
 import type { WireAnswer, WireTask, WorkerReply, WorkerTask } from './worker-task.js';
+
+/** The error kinds a packed answer can name, in their packed order (1 + index). */
+const ERROR_KINDS: readonly UserErrorKind[] = ['thrown', 'syntax', 'timeout', 'memory-limit', 'invalid-result'];
 
 /** A task as it travels: without its cancel flag (the slot names it). */
 export type TaskOnLane = DistributiveOmit<WorkerTask, 'cancelFlag'>;
@@ -31,7 +36,7 @@ export interface LaneRepliesMessage {
 }
 
 const CALL_HEADER = 40;
-const ANSWER_HEADER = 24;
+const ANSWER_HEADER = 32;
 const utf8 = new TextEncoder();
 const utf8Decoder = new TextDecoder();
 
@@ -110,6 +115,8 @@ export function packAnswers(answers: { placement: number; reply: WireAnswer }[])
     view.setUint16(at + 6, id.byteLength, true);
     view.setFloat64(at + 8, reply.queueTimeMs, true);
     view.setUint32(at + 16, reply.body.byteLength, true);
+    view.setUint8(at + 20, reply.errorKind === undefined ? 0 : ERROR_KINDS.indexOf(reply.errorKind) + 1);
+    view.setFloat64(at + 24, reply.memoryUsedBytes ?? Number.NaN, true);
     bytes.set(id, at + ANSWER_HEADER);
     bytes.set(reply.body, at + ANSWER_HEADER + id.byteLength);
     at += ANSWER_HEADER + padded(id.byteLength + reply.body.byteLength);
@@ -124,14 +131,19 @@ export function unpackAnswers(buffer: ArrayBuffer, each: (placement: number, rep
     const idLength = view.getUint16(at + 6, true);
     const bodyLength = view.getUint32(at + 16, true);
     const idAt = at + ANSWER_HEADER;
-    each(view.getUint32(at, true), {
+    const reply: WireAnswer = {
       status: 'answered',
       outcome: view.getUint8(at + 4) === 1 ? 'error' : 'ok',
       deadlineExceeded: view.getUint8(at + 5) === 1,
       queueTimeMs: view.getFloat64(at + 8, true),
       requestId: utf8Decoder.decode(new Uint8Array(buffer, idAt, idLength)),
       body: new Uint8Array(buffer, idAt + idLength, bodyLength),
-    });
+    };
+    const errorKind = ERROR_KINDS[view.getUint8(at + 20) - 1];
+    if (errorKind !== undefined) reply.errorKind = errorKind;
+    const memoryUsedBytes = view.getFloat64(at + 24, true);
+    if (!Number.isNaN(memoryUsedBytes)) reply.memoryUsedBytes = memoryUsedBytes;
+    each(view.getUint32(at, true), reply);
     at += ANSWER_HEADER + padded(idLength + bodyLength);
   }
 }

@@ -1,7 +1,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { PenaltyTableMemory } from './hard-stop-penalty.js';
 import type { ActivityBoardMemory } from './worker-activity.js';
-import type { SandboxLimits, SandboxOutcome, SandboxRequest, WasmModulePoolOptions } from '../sandbox/index.js';
+import type { SandboxLimits, SandboxOutcome, SandboxRequest, UserErrorKind, WasmModulePoolOptions } from '../sandbox/index.js';
 import type { RequestLimits } from '../wire/execute-request.js';
 import type { WireEncoding } from '../wire/execute-response.js';
 
@@ -65,6 +65,13 @@ export interface WireAnswer {
   requestId: string;
   /** `error` when the user code failed (the response carries `error`), for metrics. */
   outcome: 'ok' | 'error';
+  /**
+   * Why the user code failed, when `outcome` is `error`, for metrics. Absent on the pool's own answer
+   * for a call whose worker had to be stopped (runner-pool.ts), which is a timeout.
+   */
+  errorKind?: UserErrorKind;
+  /** The sandbox's memory high-water mark (the response's `stats.memoryUsedBytes`), for metrics. */
+  memoryUsedBytes?: number;
   /** The call hit its time limit and the limit was the client's deadline: answer DEADLINE_EXCEEDED. */
   deadlineExceeded: boolean;
   queueTimeMs: number;

@@ -106,7 +106,9 @@ async function runWire(task: WireTask, started: Started, now: number, queueTimeM
     outcome: outcome.error ? 'error' : 'ok',
     deadlineExceeded: deadlineLimited && outcome.error?.kind === 'timeout',
     queueTimeMs,
+    memoryUsedBytes: outcome.memoryUsedBytes,
   };
+  if (outcome.error) answer.errorKind = outcome.error.kind;
   if (outcome.internalFault !== undefined) answer.internalFault = outcome.internalFault;
   // Moving a buffer costs more than copying a small one (a transfer detaches and re-creates it): only
   // large responses are moved.

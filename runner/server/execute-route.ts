@@ -90,6 +90,12 @@ export function createExecuteRoute(options: ExecuteRouteOptions): (call: UnaryCa
             if (call.answered) return;
             call.reply(reply.body);
             observe(reply.outcome);
+            metrics.observeAnswer({
+              queueTimeMs: reply.queueTimeMs,
+              memoryUsedBytes: reply.memoryUsedBytes,
+              // The pool's own answer for a call whose worker it stopped names no kind: it is a timeout.
+              errorKind: reply.outcome === 'error' ? (reply.errorKind ?? 'timeout') : undefined,
+            });
           })
           .catch((err: unknown) => {
             const { code, message } = runnerCallStatus(err, undefined, log);

@@ -36,18 +36,23 @@ t.test('packed calls come back field for field, bodies of every length', async (
   });
 });
 
-t.test('packed answers come back field for field', async (t) => {
-  const answers = ['', 'a', 'req-1234567', 'ünïcode-id'].map((requestId, i): { placement: number; reply: WireAnswer } => ({
-    placement: 7 + i,
-    reply: {
+t.test('packed answers come back field for field (error kind and memory included, or absent)', async (t) => {
+  const kinds = ['thrown', 'syntax', 'timeout', 'memory-limit', 'invalid-result'] as const;
+  const ids = ['', 'a', 'req-1234567', 'ünïcode-id', 'b', 'c', 'd', 'e'];
+  const answers = ids.map((requestId, i): { placement: number; reply: WireAnswer } => {
+    const reply: WireAnswer = {
       status: 'answered',
       requestId,
       body: Uint8Array.from({ length: i * 5 + 1 }, (_, j) => j + i),
       outcome: i % 2 === 0 ? 'ok' : 'error',
       deadlineExceeded: i === 3,
       queueTimeMs: i * 1.25,
-    },
-  }));
+    };
+    // Every error kind once; an error without one (the pool's hard-stop answer); memory absent once, large once.
+    if (i >= 3) reply.errorKind = kinds[i - 3]!;
+    if (i !== 2) reply.memoryUsedBytes = i === 7 ? 2 ** 32 + 65536 : i * 65536;
+    return { placement: 7 + i, reply };
+  });
   const seen: { placement: number; reply: WireAnswer }[] = [];
   unpackAnswers(packAnswers(answers), (placement, reply) => seen.push({ placement, reply }));
   t.same(

@@ -110,6 +110,51 @@ t.test('a successful and a throwing Execute count once each', async (t) => {
   t.same(await outcomes(runner), bumped(before, { ok: 1, error: 2 }), 'a syntax error through Connect is an error too');
 });
 
+t.test('queue wait, sandbox memory and user error kinds, on both paths of the runner', async (t) => {
+  const KINDS = ['thrown', 'syntax', 'timeout', 'memory-limit', 'invalid-result'];
+  const read = async () => {
+    const { text } = await scrape(runner);
+    return {
+      waits: sample(text, 'ldbox_runner_queue_wait_seconds_count'),
+      memory: sample(text, 'ldbox_runner_sandbox_memory_bytes_count'),
+      memorySum: sample(text, 'ldbox_runner_sandbox_memory_bytes_sum'),
+      kinds: Object.fromEntries(KINDS.map((k) => [k, sample(text, `ldbox_runner_user_errors_total{kind="${k}"}`)])),
+    };
+  };
+  const before = await read();
+  t.same(
+    KINDS.map((k) => typeof before.kinds[k]),
+    KINDS.map(() => 'number'),
+    'every error kind is exported before it happens',
+  );
+  // gRPC binary: the runner's own route (execute-route.ts); Connect JSON: connect-node (the interceptor).
+  const answers = await Promise.all([
+    runner.grpc.execute({ code: 'return 1' }),
+    runner.grpc.execute({ code: 'throw new Error("boom")' }),
+    runner.grpc.execute({ code: 'while (true) {}', limits: { timeoutMs: 100 } }),
+    runner.connect.execute({ code: 'return (' }),
+    runner.connect.execute({ code: 'throw new TypeError("x")' }),
+  ]);
+  t.same(
+    answers.map((a) => a.error?.kind),
+    [undefined, ErrorKind.THROWN, ErrorKind.TIMEOUT, ErrorKind.SYNTAX, ErrorKind.THROWN],
+  );
+  const after = await read();
+  t.equal(after.waits! - before.waits!, 5, 'one queue wait per answered call');
+  t.equal(after.memory! - before.memory!, 5, 'one memory sample per answered call');
+  const memoryUsed = answers.reduce((sum, a) => sum + Number(a.stats?.memoryUsedBytes ?? 0), 0);
+  t.ok(memoryUsed > 0, 'the calls report memory');
+  t.equal(after.memorySum! - before.memorySum!, memoryUsed, "the memory samples are the responses' memoryUsedBytes");
+  t.same(
+    Object.fromEntries(KINDS.map((k) => [k, after.kinds[k]! - before.kinds[k]!])),
+    { thrown: 2, syntax: 1, timeout: 1, 'memory-limit': 0, 'invalid-result': 0 },
+    'errors counted by kind',
+  );
+  const { text } = await scrape(runner);
+  t.match(text, /^# TYPE ldbox_runner_pool_workers_replaced_total counter$/m);
+  t.equal(sample(text, 'ldbox_runner_pool_workers_replaced_total'), 0, 'no worker replaced');
+});
+
 t.test('refused, cancelled and busy calls', async (t) => {
   const before = await outcomes(runner);
   t.equal((await grpcError(runner.grpc.execute({ code: '' })))?.code, grpc.status.INVALID_ARGUMENT);
