@@ -14,6 +14,21 @@ import t from 'tap';
 const BIN = fileURLToPath(new URL('../../../bin/ldbox.js', import.meta.url));
 const README = fileURLToPath(new URL('../../../README.md', import.meta.url));
 
+/** `ldbox dev` on ports the system picks, one worker, its data in `dataDir`, its own nats-server. */
+function devEnv(dataDir: string): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    LDBOX_DATA_DIR: dataDir,
+    LDBOX_GATEWAY_PORT: '0',
+    LDBOX_RUNNER_PORT: '0',
+    LDBOX_EXECUTOR_PORT: '0',
+    LDBOX_NATS_PORT: '0',
+    LDBOX_POOL_SIZE: '1',
+    LDBOX_LOG_LEVEL: 'warn',
+    NATS_URL: '',
+  };
+}
+
 /** The shell block between the quickstart markers of the README. */
 function quickstartBlock(): string {
   const readme = readFileSync(README, 'utf8');
@@ -27,17 +42,7 @@ t.test('ldbox dev runs everything; the README quickstart works against it; Ctrl-
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const dataDir = join(dir, 'data');
   const child = spawn(process.execPath, [BIN, 'dev'], {
-    env: {
-      ...process.env,
-      LDBOX_DATA_DIR: dataDir,
-      LDBOX_GATEWAY_PORT: '0',
-      LDBOX_RUNNER_PORT: '0',
-      LDBOX_EXECUTOR_PORT: '0',
-      LDBOX_NATS_PORT: '0',
-      LDBOX_POOL_SIZE: '1',
-      LDBOX_LOG_LEVEL: 'warn',
-      NATS_URL: '',
-    },
+    env: devEnv(dataDir),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -101,17 +106,7 @@ t.test('ldbox dev keeps its data key: a workflow with auth stored by one run ope
   const dataDir = join(dir, 'data');
   const start = async () => {
     const child = spawn(process.execPath, [BIN, 'dev'], {
-      env: {
-        ...process.env,
-        LDBOX_DATA_DIR: dataDir,
-        LDBOX_GATEWAY_PORT: '0',
-        LDBOX_RUNNER_PORT: '0',
-        LDBOX_EXECUTOR_PORT: '0',
-        LDBOX_NATS_PORT: '0',
-        LDBOX_POOL_SIZE: '1',
-        LDBOX_LOG_LEVEL: 'warn',
-        NATS_URL: '',
-      },
+      env: devEnv(dataDir),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     t.teardown(() => {

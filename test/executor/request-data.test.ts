@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
-import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
+import { fieldsOf } from '../helpers/protobuf-fields.js';
 import { Kvm } from '@nats-io/kv';
 import { MAX_BODY_DEPTH } from '../../gateway/webhook-payload.js';
 import { executionKey } from '../../src/store/execution-repository.js';
@@ -161,20 +161,6 @@ t.test('__proto__, constructor and prototype are plain keys from body to input t
   t.same(Object.keys(stored.nodes[0].output.input.whole), ['__proto__', 'constructor', 'prototype'], 'the recorded output keeps the key');
   t.same(stored.nodes[0].output.input.whole, JSON.parse(body));
 });
-
-/** The length-delimited fields numbered `no` in protobuf bytes. */
-function fieldsOf(bytes: Uint8Array, no: number): Uint8Array[] {
-  const r = new BinaryReader(bytes);
-  const out: Uint8Array[] = [];
-  while (r.pos < r.len) {
-    const [n, wireType] = r.tag();
-    if (wireType === WireType.LengthDelimited) {
-      const b = r.bytes();
-      if (n === no) out.push(b);
-    } else r.skip(wireType);
-  }
-  return out;
-}
 
 t.test('GetExecution and ListExecutions give __proto__, constructor and prototype back as own keys, in JSON and binary', async (t) => {
   const s = await stackFixture(t);

@@ -8,7 +8,7 @@
 import t from 'tap';
 import { gzipSync } from 'node:zlib';
 import { create, fromBinary, fromJsonString, toBinary } from '@bufbuild/protobuf';
-import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
+import { fieldsOf } from '../helpers/protobuf-fields.js';
 import { Kvm } from '@nats-io/kv';
 import { StructEntriesSchema } from '../../src/gen/ldbox/runner/internal/v1/struct_entries_pb.js';
 import {
@@ -55,20 +55,6 @@ function createBinary(name: string): Uint8Array {
     structUnknownField(NodeSchema.field.auth!.number, JSON.parse(AUTH_TEXT)),
   ];
   return toBinary(CreateWorkflowRequestSchema, req);
-}
-
-/** The length-delimited fields numbered `no` in protobuf bytes. */
-function fieldsOf(bytes: Uint8Array, no: number): Uint8Array[] {
-  const r = new BinaryReader(bytes);
-  const out: Uint8Array[] = [];
-  while (r.pos < r.len) {
-    const [n, wireType] = r.tag();
-    if (wireType === WireType.LengthDelimited) {
-      const b = r.bytes();
-      if (n === no) out.push(b);
-    } else r.skip(wireType);
-  }
-  return out;
 }
 
 type Variant = 'json' | 'proto' | 'proto+gzip' | 'grpc-web';
