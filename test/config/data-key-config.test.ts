@@ -3,21 +3,13 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { loadDataKeys } from '../../src/config/data-key-config.js';
-import { ConfigError } from '../../src/config/env-parsers.js';
 import { dataKeyId } from '../../src/crypto/secret-box.js';
 import { TEST_DATA_KEY, TEST_DATA_KEY_B } from '../helpers/data-keys.js';
+import { configErrorMessage } from '../helpers/config-errors.js';
 
 const idOf = (b64: string) => dataKeyId(Buffer.from(b64, 'base64'));
 
-function configError(env: Record<string, string | undefined>): string | undefined {
-  try {
-    loadDataKeys(env);
-  } catch (err) {
-    if (err instanceof ConfigError) return err.message;
-    throw err;
-  }
-  return undefined;
-}
+const configError = (env: Record<string, string | undefined>) => configErrorMessage(loadDataKeys, env);
 
 t.test('the current key, inline or from a file, and old keys', async (t) => {
   t.same(loadDataKeys({ LDBOX_DATA_KEY: TEST_DATA_KEY }).keyIds, [idOf(TEST_DATA_KEY)]);

@@ -1,8 +1,8 @@
 /** `loadExecutorConfig`: defaults, every variable, and every rule's exact message (src/executor/executor-config.ts). */
 import t from 'tap';
-import { ConfigError } from '../../src/config/env-parsers.js';
 import { EXECUTE_DEADLINE_SLACK_MS, type ExecutorConfig, loadExecutorConfig as loadWithoutKey } from '../../src/executor/executor-config.js';
 import { TEST_DATA_KEY } from '../helpers/data-keys.js';
+import { configErrorMessage } from '../helpers/config-errors.js';
 
 /** The loader with a data key set (test/config/data-key-config.test.ts covers the key itself). */
 const loadExecutorConfig = (env: Record<string, string | undefined>): ExecutorConfig => loadWithoutKey({ LDBOX_DATA_KEY: TEST_DATA_KEY, ...env });
@@ -10,15 +10,7 @@ const loadExecutorConfig = (env: Record<string, string | undefined>): ExecutorCo
 const withoutKeys = ({ dataKeys: _, ...rest }: ExecutorConfig) => rest;
 
 /** The message of the ConfigError `loadExecutorConfig(env)` throws; undefined when it does not throw. */
-function configError(env: Record<string, string | undefined>): string | undefined {
-  try {
-    loadExecutorConfig(env);
-  } catch (err) {
-    if (err instanceof ConfigError) return err.message;
-    throw err;
-  }
-  return undefined;
-}
+const configError = (env: Record<string, string | undefined>) => configErrorMessage(loadExecutorConfig, env);
 
 const runnerUrlMessage = (u: string) =>
   `LDBOX_RUNNER_URLS: "${u}" must be http://host:port or https://host:port (HTTP/2 cleartext or over TLS; no credentials, path, query or fragment)`;

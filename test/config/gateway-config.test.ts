@@ -1,8 +1,8 @@
 /** `loadGatewayConfig`: defaults and every rule's exact message (gateway/gateway-config.ts). */
 import t from 'tap';
-import { ConfigError } from '../../src/config/env-parsers.js';
 import { type GatewayConfig, loadGatewayConfig as loadWithoutKey } from '../../gateway/gateway-config.js';
 import { TEST_DATA_KEY } from '../helpers/data-keys.js';
+import { configErrorMessage } from '../helpers/config-errors.js';
 
 /** The loader with a data key set (test/config/data-key-config.test.ts covers the key itself). */
 const loadGatewayConfig = (env: Record<string, string | undefined>): GatewayConfig => loadWithoutKey({ LDBOX_DATA_KEY: TEST_DATA_KEY, ...env });
@@ -11,15 +11,7 @@ const withoutKeys = ({ dataKeys: _, ...rest }: GatewayConfig) => rest;
 const MiB = 1024 * 1024;
 const TOKEN = 'admin-token-0123456789';
 
-function configError(env: Record<string, string | undefined>): string | undefined {
-  try {
-    loadGatewayConfig({ LDBOX_ADMIN_TOKEN: TOKEN, ...env });
-  } catch (err) {
-    if (err instanceof ConfigError) return err.message;
-    throw err;
-  }
-  return undefined;
-}
+const configError = (env: Record<string, string | undefined>) => configErrorMessage(loadGatewayConfig, { LDBOX_ADMIN_TOKEN: TOKEN, ...env });
 
 t.test('defaults', async (t) => {
   t.same(withoutKeys(loadGatewayConfig({ LDBOX_ADMIN_TOKEN: TOKEN })), {

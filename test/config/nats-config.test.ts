@@ -5,22 +5,15 @@
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { ConfigError, type Env } from '../../src/config/env-parsers.js';
+import type { Env } from '../../src/config/env-parsers.js';
 import { loadNatsSettings, redactUrl } from '../../src/config/nats-config.js';
 import { natsConnectionOptions } from '../../src/nats/connection-options.js';
+import { configErrorMessage } from '../helpers/config-errors.js';
 
 const SEED = 'SUAMLK2ZNL35WSMW37E7UD4VZ7ELPKW7DHC3BWBSD2GCZ7IUQQXZIORRBU';
 const CREDS = `-----BEGIN NATS USER JWT-----\neyJ0eXAiOiJKV1QiLCJhbGciOiJlZDI1NTE5LW5rZXkifQ.e30.x\n------END NATS USER JWT------\n\n-----BEGIN USER NKEY SEED-----\n${SEED}\n------END USER NKEY SEED------\n`;
 
-function configError(env: Env): string {
-  try {
-    loadNatsSettings(env);
-  } catch (err) {
-    if (err instanceof ConfigError) return err.message;
-    throw err;
-  }
-  return 'no error';
-}
+const configError = (env: Env): string => configErrorMessage(loadNatsSettings, env) ?? 'no error';
 
 t.test('servers: a seed list, schemes, credentials', async (t) => {
   t.strictSame(loadNatsSettings({}), { servers: ['127.0.0.1:4222'], shown: 'nats://127.0.0.1:4222' }, 'default');

@@ -4,24 +4,16 @@
  * units are refused with an exact message.
  */
 import t from 'tap';
-import { ConfigError } from '../../src/config/env-parsers.js';
 import { loadGatewayConfig } from '../../gateway/gateway-config.js';
 import { loadRunnerConfig } from '../../runner/config/runner-config.js';
+import { configErrorMessage } from '../helpers/config-errors.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
 const GiB = 1024 * MiB;
 const GATEWAY = { LDBOX_ADMIN_TOKEN: 'test-admin-token-0123456789', LDBOX_DATA_KEY: Buffer.alloc(32, 1).toString('base64') };
 
-function runnerError(env: Record<string, string>): string | undefined {
-  try {
-    loadRunnerConfig(env);
-  } catch (err) {
-    if (err instanceof ConfigError) return err.message;
-    throw err;
-  }
-  return undefined;
-}
+const runnerError = (env: Record<string, string>) => configErrorMessage(loadRunnerConfig, env);
 
 t.test('units on a …_BYTES setting', async (t) => {
   const cases: [string, number][] = [

@@ -8,11 +8,12 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { ConfigError, type Env } from '../../src/config/env-parsers.js';
+import type { Env } from '../../src/config/env-parsers.js';
 import { loadExecutorConfig } from '../../src/executor/executor-config.js';
 import { isLoopback, loadRunnerConfig } from '../../runner/config/runner-config.js';
 import { makeTestCertificates } from '../helpers/test-certificates.js';
 import { TEST_DATA_KEY } from '../helpers/data-keys.js';
+import { configErrorMessage } from '../helpers/config-errors.js';
 
 const certs = makeTestCertificates(t.testdir());
 const dir = certs.dir;
@@ -21,15 +22,7 @@ execFileSync('openssl', ['pkey', '-in', certs.serverKey, '-aes256', '-passout', 
 const garbage = join(dir, 'garbage.pem');
 writeFileSync(garbage, 'not a PEM file\n');
 
-function messageOf(load: (env: Env) => unknown, env: Env): string | undefined {
-  try {
-    load(env);
-  } catch (err) {
-    if (err instanceof ConfigError) return err.message;
-    throw err;
-  }
-  return undefined;
-}
+const messageOf = (load: (env: Env) => unknown, env: Env) => configErrorMessage(load, env);
 const runnerError = (env: Env) => messageOf(loadRunnerConfig, env);
 const executorError = (env: Env) => messageOf(loadExecutorConfig, { LDBOX_DATA_KEY: TEST_DATA_KEY, ...env });
 
