@@ -99,7 +99,7 @@ export class CallDispatcher {
 
   /** Places the call on the best lane with room; false when there is none. */
   private place(call: PlacedCall, avoid?: CallLane): boolean {
-    const lane = chooseWorker(this.board, this.lanesExcept(avoid), this.options.laneDepth);
+    const lane = chooseWorker(this.board, this.lanes.values(), this.options.laneDepth, avoid);
     if (!lane) return false;
     // A new number for every placement, so a worker never starts a call from an older one.
     const placement = (this.lastPlacement = this.lastPlacement >= 0x7fff_ffff ? 1 : this.lastPlacement + 1);
@@ -111,10 +111,6 @@ export class CallDispatcher {
     lane.send(call, placement);
     this.balancer ??= setInterval(this.balance, BALANCE_MS).unref();
     return true;
-  }
-
-  private *lanesExcept(avoid: CallLane | undefined): Iterable<CallLane> {
-    for (const lane of this.lanes.values()) if (lane !== avoid) yield lane;
   }
 
   /** Takes unstarted calls back from a worker that cannot start them soon, for the others. */

@@ -30,13 +30,17 @@ export interface PlacedCall {
 }
 
 export class CallLane {
-  /** Calls placed on this worker and not answered yet. */
-  inFlight = 0;
   closed = false;
+  /** Calls placed on this worker and not answered yet, by placement. */
   private readonly pending = new Map<number, PlacedCall>();
   private outbox: PlacedCall[] = [];
   private outboxPlacements: number[] = [];
   private flushScheduled = false;
+
+  /** Calls placed on this worker and not answered yet. */
+  get inFlight(): number {
+    return this.pending.size;
+  }
 
   constructor(
     /** The worker's thread id (Piscina's worker `id`). */
@@ -59,7 +63,7 @@ export class CallLane {
     if (this.closed) return call.reject(new WorkerLostError('the worker is gone'));
     this.outbox.push(call);
     this.outboxPlacements.push(placement);
-    if (this.inFlight++ === 0) this.port.ref();
+    if (this.pending.size === 0) this.port.ref();
     this.pending.set(placement, call);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
@@ -82,8 +86,7 @@ export class CallLane {
       this.pending.delete(id);
       taken.push(call);
     }
-    this.inFlight -= taken.length;
-    if (taken.length > 0 && this.inFlight === 0) this.port.unref();
+    if (taken.length > 0 && this.pending.size === 0) this.port.unref();
     return taken;
   }
 
@@ -96,7 +99,6 @@ export class CallLane {
     this.pending.clear();
     this.outbox = [];
     this.outboxPlacements = [];
-    this.inFlight = 0;
     for (const call of lost) call.reject(new WorkerLostError('the worker went away during the call'));
   }
 
@@ -137,7 +139,7 @@ export class CallLane {
     const call = this.pending.get(placement);
     if (!call) return;
     this.pending.delete(placement);
-    if (--this.inFlight === 0) this.port.unref();
+    if (this.pending.size === 0) this.port.unref();
     call.resolve(reply);
   };
 }

@@ -126,16 +126,17 @@ export interface PlaceableWorker {
  * one first, then the least busy unblocked one. When every worker with room is blocked, the one
  * blocked for the shortest time: a worker that just started a task is "blocked" too (so that a long
  * stretch is seen at once), and it is the likeliest to be free soon; the one blocked longest is the
- * likeliest to stay so. Queueing the call instead could wait longer than either.
+ * likeliest to stay so. Queueing the call instead could wait longer than either. `skip`: a worker the call
+ * was just taken back from.
  */
-export function chooseWorker<W extends PlaceableWorker>(board: ActivityBoard, workers: Iterable<W>, maximumUsage: number): W | undefined {
+export function chooseWorker<W extends PlaceableWorker>(board: ActivityBoard, workers: Iterable<W>, maximumUsage: number, skip?: W): W | undefined {
   const at = now();
   let best: W | undefined;
   let bestUsage = maximumUsage;
   let fallback: W | undefined;
   let fallbackBusy = Infinity;
   for (const worker of workers) {
-    if (worker.closed || worker.inFlight >= maximumUsage) continue;
+    if (worker === skip || worker.closed || worker.inFlight >= maximumUsage) continue;
     const busy = board.busyFor(worker.id, at);
     if (busy >= BLOCKED_AFTER_MS) {
       if (busy < fallbackBusy) {

@@ -13,7 +13,7 @@ import net from 'node:net';
 import t from 'tap';
 import { RunnerService } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { anyFreePort } from '../../src/net/local-ports.js';
-import { grpcCallHeaders, h2frame } from '../helpers/http2-frames.js';
+import { grpcCallHeaders, h2frame, onFrames } from '../helpers/http2-frames.js';
 
 const EXECUTE = `/${RunnerService.typeName}/Execute`;
 const CONNECTIONS = 10;
@@ -59,16 +59,9 @@ async function flooding(port: number, streams: number, cap: number, onRefusal: (
   const block = grpcCallHeaders(EXECUTE);
   let refused = 0;
   let goaway = false;
-  let buf = Buffer.alloc(0);
-  socket.on('data', (chunk: Buffer) => {
-    buf = Buffer.concat([buf, chunk]);
-    while (buf.length >= 9) {
-      const len = buf.readUIntBE(0, 3);
-      if (buf.length < 9 + len) break;
-      if (buf[3] === RST_STREAM && ++refused === 1) onRefusal();
-      if (buf[3] === GOAWAY) goaway = true;
-      buf = buf.subarray(9 + len);
-    }
+  onFrames(socket, ({ type }) => {
+    if (type === RST_STREAM && ++refused === 1) onRefusal();
+    if (type === GOAWAY) goaway = true;
   });
   const out = [Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1'), h2frame(SETTINGS, 0, 0, Buffer.alloc(0))];
   for (let i = 0; i < streams; i++) out.push(h2frame(HEADERS, 0x4, 1 + 2 * i, block));

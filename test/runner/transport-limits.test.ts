@@ -9,26 +9,10 @@ import net from 'node:net';
 import t from 'tap';
 import { RunnerService } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { startTestRunner } from '../helpers/runner-harness.js';
-import { grpcCallHeaders, h2frame } from '../helpers/http2-frames.js';
+import { frameReader, grpcCallHeaders, h2frame } from '../helpers/http2-frames.js';
 
 const TOKEN = 'transport-limits-token-0123';
 const EXECUTE = `/${RunnerService.typeName}/Execute`;
-
-/** Frames the server sent, parsed as they arrive. */
-function frameReader(socket: net.Socket): { frames: { type: number; streamId: number; payload: Buffer }[] } {
-  const out = { frames: [] as { type: number; streamId: number; payload: Buffer }[] };
-  let buf = Buffer.alloc(0);
-  socket.on('data', (chunk: Buffer) => {
-    buf = Buffer.concat([buf, chunk]);
-    while (buf.length >= 9) {
-      const len = buf.readUIntBE(0, 3);
-      if (buf.length < 9 + len) break;
-      out.frames.push({ type: buf[3]!, streamId: buf.readUInt32BE(5) & 0x7fffffff, payload: buf.subarray(9, 9 + len) });
-      buf = buf.subarray(9 + len);
-    }
-  });
-  return out;
-}
 
 const HEADERS = 0x1;
 const RST_STREAM = 0x3;
