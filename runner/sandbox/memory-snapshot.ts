@@ -10,25 +10,27 @@ import type { QuickJSBuild } from './quickjs-build.js';
  *
  * - static data and bss, `[0, stackBottom)`: the C globals, the allocator's state and its break. Copied
  *   back whole (~90 KiB), so even a call that wrote through a null pointer leaves nothing behind.
- * - the top of the C stack, `[stackTop - stackWindow, stackTop)`: QuickJS's own stack limit keeps a call
- *   inside this window; below it the stack is never used, and a guard band there is checked (a dirty
- *   guard zeroes the whole stack region). The parts that are zero in the snapshot are zeroed, the rest copied.
- * - the heap up to the snapshot's break: copied (~100 KiB after the prelude).
+ * - the C stack, `[stackBottom, stackTop)`, growing down: put back from the lowest the stack pointer went
+ *   during the call (the build's low-water mark, stack-watermark.ts), less a margin for LLVM's 128-byte
+ *   red zone, up to the top. Below that mark the call wrote nothing, so it is as the last restore left it.
+ *   A `return 1` call touches a few KiB; before the mark, the whole 1.3 MiB QuickJS may use was zeroed.
+ * - the heap up to the snapshot's break: copied (~180 KiB after the prelude).
  * - the heap a call added above that break, up to the break the call reached (read from the allocator's
  *   break word before it is restored): zeroed, so that no byte of it can reach the next call, and the
  *   allocator's assumption that fresh memory is zero holds. The break never moves down (no trim in
  *   this build), so the break the call ended with is its high-water mark.
  *
- * WebAssembly memory cannot shrink: a module that grew past its recycle threshold is still replaced
- * (wasm-modules.ts). Cost: ~15–25 µs per call, dominated by zeroing the stack window.
+ * Parts that are zero in the snapshot are zero-filled, the rest copied. WebAssembly memory cannot
+ * shrink: a module that grew past its recycle threshold is still replaced (wasm-modules.ts). Cost:
+ * ~6 µs per call, mostly copying the static data and the heap.
  */
 export class MemorySnapshot {
   private view: Uint8Array;
-  private readonly copies: Array<{ at: number; bytes: Uint8Array }> = [];
-  private readonly zeroes: Array<{ from: number; to: number }> = [];
-  private readonly guardFrom: number;
-  private readonly guardTo: number;
+  private readonly staticData: Uint8Array;
+  private readonly stack: Run[];
+  private readonly heap: Run[];
   private readonly stackBottom: number;
+  private readonly stackTop: number;
   private readonly breakIndex: number;
   /** The allocator's break when the snapshot was taken: the end of the restored heap. */
   readonly breakAtSnapshot: number;
@@ -37,34 +39,34 @@ export class MemorySnapshot {
     private readonly memory: WebAssembly.Memory,
     build: QuickJSBuild,
     breakAddress: number,
-    stackWindowBytes: number,
+    private readonly stackLow: WebAssembly.Global,
   ) {
     this.view = new Uint8Array(memory.buffer);
     const words = new Uint32Array(memory.buffer);
     this.breakIndex = breakAddress >>> 2;
     this.breakAtSnapshot = words[this.breakIndex]!;
     this.stackBottom = build.stackBottom;
-    const windowLow = Math.max(build.stackBottom, alignDown(build.stackTop - stackWindowBytes, PAGE));
-    this.guardTo = windowLow;
-    this.guardFrom = Math.max(build.stackBottom, windowLow - GUARD_BYTES);
+    this.stackTop = build.stackTop;
     if (this.breakAtSnapshot < build.stackTop || this.breakAtSnapshot > this.view.length) {
       throw new Error(`the allocator's break (${this.breakAtSnapshot}) is not above the stack (${build.stackTop})`);
     }
-    if (!isZero(this.view, this.guardFrom, this.guardTo)) {
-      throw new Error('the stack below the snapshot window is in use: the window is too small');
-    }
-    this.copies.push({ at: 0, bytes: this.view.slice(0, build.stackBottom) });
-    this.splitIntoRuns(windowLow, this.breakAtSnapshot);
+    this.staticData = this.view.slice(0, build.stackBottom);
+    this.stack = runsOf(this.view, build.stackBottom, build.stackTop);
+    this.heap = runsOf(this.view, build.stackTop, this.breakAtSnapshot);
+    this.stackLow.value = build.stackTop;
   }
 
-  /** Takes the snapshot of a prepared realm. `breakAddress` is where the allocator keeps its break. */
-  static capture(memory: WebAssembly.Memory, build: QuickJSBuild, breakAddress: number, stackWindowBytes: number): MemorySnapshot {
-    return new MemorySnapshot(memory, build, breakAddress, stackWindowBytes);
+  /**
+   * Takes the snapshot of a prepared realm. `breakAddress` is where the allocator keeps its break;
+   * `stackLow` is the module's stack low-water mark (stack-watermark.ts).
+   */
+  static capture(memory: WebAssembly.Memory, build: QuickJSBuild, breakAddress: number, stackLow: WebAssembly.Global): MemorySnapshot {
+    return new MemorySnapshot(memory, build, breakAddress, stackLow);
   }
 
   /** Bytes held by the snapshot (kept per module). */
   get sizeBytes(): number {
-    return this.copies.reduce((n, c) => n + c.bytes.length, 0);
+    return [...this.stack, ...this.heap].reduce((n, r) => n + (r.bytes?.length ?? 0), this.staticData.length);
   }
 
   /** Puts the memory back as it was when the snapshot was taken (see the class comment). */
@@ -74,23 +76,24 @@ export class MemorySnapshot {
     let reached = words[this.breakIndex]!;
     // A call that corrupted static data may have overwritten the break itself: then clear everything above.
     if (reached < this.breakAtSnapshot || reached > view.length) reached = view.length;
-    if (!isZero(view, this.guardFrom, this.guardTo)) view.fill(0, this.stackBottom, this.guardTo);
-    for (const z of this.zeroes) view.fill(0, z.from, z.to);
-    for (const c of this.copies) view.set(c.bytes, c.at);
+    const low = this.stackLow.value >>> 0;
+    const from = low > this.stackBottom + RED_ZONE_MARGIN && low <= this.stackTop ? alignDown(low - RED_ZONE_MARGIN, PAGE) : this.stackBottom;
+    putBack(view, this.stack, from);
+    view.set(this.staticData, 0);
+    putBack(view, this.heap, 0);
     view.fill(0, this.breakAtSnapshot, reached);
+    this.stackLow.value = this.stackTop;
   }
 
   /**
-   * Where the memory differs from the snapshot, or `undefined` when it is byte-identical (the stack
-   * below the window and everything above the break must be zero). For tests: it reads all of memory.
+   * Where the memory differs from the snapshot, or `undefined` when it is byte-identical (everything
+   * above the break must be zero). For tests: it reads all of memory.
    */
   firstDifference(): string | undefined {
     const view = this.currentView();
-    for (const c of this.copies) {
-      for (let i = 0; i < c.bytes.length; i++) if (view[c.at + i] !== c.bytes[i]) return `byte ${c.at + i} differs`;
-    }
-    for (const z of [...this.zeroes, { from: this.stackBottom, to: this.guardTo }, { from: this.breakAtSnapshot, to: view.length }]) {
-      for (let i = z.from; i < z.to; i++) if (view[i] !== 0) return `byte ${i} is not zero`;
+    for (let i = 0; i < this.staticData.length; i++) if (view[i] !== this.staticData[i]) return `byte ${i} differs`;
+    for (const run of [...this.stack, ...this.heap, { from: this.breakAtSnapshot, to: view.length, bytes: undefined }]) {
+      for (let i = run.from; i < run.to; i++) if (view[i] !== (run.bytes ? run.bytes[i - run.from] : 0)) return `byte ${i} differs`;
     }
     return undefined;
   }
@@ -100,38 +103,54 @@ export class MemorySnapshot {
     if (this.view.buffer !== this.memory.buffer) this.view = new Uint8Array(this.memory.buffer);
     return this.view;
   }
+}
 
-  /** Splits `[from, to)` into runs that are zero in the snapshot (filled) and runs that are copied. */
-  private splitIntoRuns(from: number, to: number): void {
-    let runStart = from;
-    let runZero = isZero(this.view, from, Math.min(to, from + PAGE));
-    for (let at = from; at < to; at += PAGE) {
-      const end = Math.min(to, at + PAGE);
-      const zero = isZero(this.view, at, end);
-      if (zero !== runZero) {
-        this.addRun(runStart, at, runZero);
-        runStart = at;
-        runZero = zero;
-      }
-    }
-    this.addRun(runStart, to, runZero);
-  }
+/** A stretch of the snapshot: its bytes, or `undefined` where it is all zero. */
+interface Run {
+  from: number;
+  to: number;
+  bytes: Uint8Array | undefined;
+}
 
-  private addRun(from: number, to: number, zero: boolean): void {
-    if (to <= from) return;
-    if (zero) this.zeroes.push({ from, to });
-    else this.copies.push({ at: from, bytes: this.view.slice(from, to) });
+/** Puts the runs back from address `from` on (the runs are in address order). */
+function putBack(view: Uint8Array, runs: readonly Run[], from: number): void {
+  for (const run of runs) {
+    if (run.to <= from) continue;
+    const start = Math.max(from, run.from);
+    if (run.bytes) view.set(start === run.from ? run.bytes : run.bytes.subarray(start - run.from), start);
+    else view.fill(0, start, run.to);
   }
 }
 
+/** Splits `[from, to)` into runs that are zero in the snapshot (filled) and runs that are copied. */
+function runsOf(view: Uint8Array, from: number, to: number): Run[] {
+  const runs: Run[] = [];
+  const add = (start: number, end: number, zero: boolean) => {
+    if (end > start) runs.push({ from: start, to: end, bytes: zero ? undefined : view.slice(start, end) });
+  };
+  let runStart = from;
+  let runZero = isZero(view, from, Math.min(to, from + PAGE));
+  for (let at = from; at < to; at += PAGE) {
+    const zero = isZero(view, at, Math.min(to, at + PAGE));
+    if (zero !== runZero) {
+      add(runStart, at, runZero);
+      runStart = at;
+      runZero = zero;
+    }
+  }
+  add(runStart, to, runZero);
+  return runs;
+}
+
 const PAGE = 4096;
-const GUARD_BYTES = 64 * 1024;
+/** LLVM's WebAssembly red zone is 128 bytes; a page of margin costs nothing and keeps the arithmetic simple. */
+const RED_ZONE_MARGIN = PAGE;
 
 function alignDown(n: number, to: number): number {
   return Math.floor(n / to) * to;
 }
 
-const ZERO_PAGE = new Uint8Array(GUARD_BYTES);
+const ZERO_PAGE = new Uint8Array(PAGE);
 
 function isZero(view: Uint8Array, from: number, to: number): boolean {
   for (let at = from; at < to; at += ZERO_PAGE.length) {

@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { addStackLowWatermark, STACK_LOW_EXPORT } from './stack-watermark.js';
+import { OP, SECTION, sectionsOf, VALTYPE_I32, WasmReader } from './wasm-binary.js';
 
 /**
  * Facts about the one QuickJS WebAssembly build the sandbox runs (quickjs-emscripten's release-sync
@@ -11,8 +13,13 @@ import { createRequire } from 'node:module';
  * here and checked; test/runner/snapshot-assumptions.test.ts fails if an upgrade changes it.
  */
 export interface QuickJSBuild {
-  /** Compiled once per thread: every module instance shares it (instantiating skips the compile). */
+  /**
+   * Compiled once per thread from the binary with the stack low-water mark added (stack-watermark.ts):
+   * every module instance shares it (instantiating skips the compile).
+   */
   readonly wasmModule: WebAssembly.Module;
+  /** The name of the export that is the stack low-water mark (a mutable i32 global). */
+  readonly stackLowExport: string;
   /** The initial value of the stack-pointer global: the top of the C stack. */
   readonly stackTop: number;
   /** The end of the initialised data segments (bss follows, up to the bottom of the C stack). */
@@ -38,33 +45,25 @@ export function loadQuickJSBuild(): QuickJSBuild {
   if (!(dataEnd > 0 && dataEnd <= stackBottom)) {
     throw new Error(`unexpected QuickJS memory layout: data ends at ${dataEnd}, stack ${stackBottom}–${stackTop}`);
   }
-  build = { wasmModule: new WebAssembly.Module(bytes), stackTop, dataEnd, stackBottom };
+  const watermarked = addStackLowWatermark(bytes);
+  if (watermarked.stackTop !== stackTop || watermarked.sites === 0) throw new Error('the QuickJS stack pointer could not be instrumented');
+  build = { wasmModule: new WebAssembly.Module(watermarked.bytes), stackLowExport: STACK_LOW_EXPORT, stackTop, dataEnd, stackBottom };
   return build;
 }
 
 /** Reads the stack pointer's initial value (the first mutable i32 global) and the end of the data segments. */
 export function readLayout(bytes: Uint8Array): { stackTop: number; dataEnd: number } {
-  const r = new WasmReader(bytes);
-  r.pos = 8; // magic + version
   let stackTop = 0;
   let dataEnd = 0;
-  while (r.pos < bytes.length) {
-    const id = r.byte();
-    const size = r.u32();
-    const end = r.pos + size;
-    if (id === SECTION_GLOBAL) stackTop = readStackPointer(r);
-    if (id === SECTION_DATA) dataEnd = readDataEnd(r);
-    r.pos = end;
+  for (const section of sectionsOf(bytes)) {
+    const r = new WasmReader(bytes);
+    r.pos = section.contentStart;
+    if (section.id === SECTION.global) stackTop = readStackPointer(r);
+    if (section.id === SECTION.data) dataEnd = readDataEnd(r);
   }
   if (stackTop === 0 || dataEnd === 0) throw new Error('the QuickJS binary has no stack-pointer global or no data segments');
   return { stackTop, dataEnd };
 }
-
-const SECTION_GLOBAL = 6;
-const SECTION_DATA = 11;
-const I32 = 0x7f;
-const I32_CONST = 0x41;
-const END = 0x0b;
 
 function readStackPointer(r: WasmReader): number {
   const count = r.u32();
@@ -72,10 +71,10 @@ function readStackPointer(r: WasmReader): number {
     const type = r.byte();
     const mutable = r.byte() === 1;
     const op = r.byte();
-    if (op !== I32_CONST) return 0;
+    if (op !== OP.i32Const) return 0;
     const value = r.s32();
-    if (r.byte() !== END) return 0;
-    if (type === I32 && mutable) return value;
+    if (r.byte() !== OP.end) return 0;
+    if (type === VALTYPE_I32 && mutable) return value;
   }
   return 0;
 }
@@ -86,7 +85,7 @@ function readDataEnd(r: WasmReader): number {
   for (let i = 0; i < count; i++) {
     const flags = r.u32();
     if (flags !== 0) throw new Error(`unexpected data segment kind ${flags} in the QuickJS binary`);
-    if (r.byte() !== I32_CONST) throw new Error('unexpected data segment offset in the QuickJS binary');
+    if (r.byte() !== OP.i32Const) throw new Error('unexpected data segment offset in the QuickJS binary');
     const offset = r.s32();
     r.byte(); // end
     const size = r.u32();
@@ -94,37 +93,4 @@ function readDataEnd(r: WasmReader): number {
     end = Math.max(end, offset + size);
   }
   return end;
-}
-
-class WasmReader {
-  pos = 0;
-  constructor(private readonly bytes: Uint8Array) {}
-
-  byte(): number {
-    return this.bytes[this.pos++]!;
-  }
-
-  u32(): number {
-    let result = 0;
-    let shift = 0;
-    let b: number;
-    do {
-      b = this.byte();
-      result += (b & 0x7f) * 2 ** shift;
-      shift += 7;
-    } while (b & 0x80);
-    return result;
-  }
-
-  s32(): number {
-    let result = 0;
-    let shift = 0;
-    let b: number;
-    do {
-      b = this.byte();
-      result |= (b & 0x7f) << shift;
-      shift += 7;
-    } while (b & 0x80);
-    return shift < 32 && b & 0x40 ? result | (~0 << shift) : result;
-  }
 }

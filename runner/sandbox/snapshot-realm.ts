@@ -17,6 +17,7 @@ export interface RealmModule {
   readonly module: QuickJSWASMModule;
   readonly memory: WebAssembly.Memory;
   readonly breakAddress: number;
+  readonly stackLow: WebAssembly.Global;
 }
 
 /** The bindings, as the prelude reads them: serialised once per table. */
@@ -27,12 +28,6 @@ function bindingsJsonOf(bindings: readonly GuestBinding[]): string {
   if (json === undefined) bindingsJson.set(bindings, (json = JSON.stringify(bindings)));
   return json;
 }
-
-/**
- * QuickJS may use a little C stack beyond its own limit (the frames between two checks); the snapshot
- * restores this much more than the limit, and a guard band below it tells if a call went deeper.
- */
-const STACK_SLACK_BYTES = 256 * 1024;
 
 /**
  * A hardened QuickJS runtime + context, prepared once per module (host functions, prelude, frozen
@@ -82,7 +77,7 @@ export class SnapshotRealm {
     installed.value.dispose();
     // Settle what the prelude left in the job queue, so that no call inherits a pending job.
     rt.executePendingJobs();
-    const snapshot = MemorySnapshot.capture(cm.memory, loadQuickJSBuild(), cm.breakAddress, maxStackBytes + STACK_SLACK_BYTES);
+    const snapshot = MemorySnapshot.capture(cm.memory, loadQuickJSBuild(), cm.breakAddress, cm.stackLow);
     return new SnapshotRealm(rt, ctx, slot, setData, serialize, explain, snapshot);
   }
 

@@ -36,6 +36,8 @@ export interface CappedModule {
   readonly capBytes: number;
   /** Where the module's allocator keeps its break (see memory-snapshot.ts). */
   readonly breakAddress: number;
+  /** The lowest the C stack pointer went since the last restore (stack-watermark.ts). */
+  readonly stackLow: WebAssembly.Global;
   /** Set when the module may be corrupt (a WASM trap, a failed copy into it): it is never reused. */
   broken: boolean;
   /** Set when the module asked for memory beyond its cap; cleared by the next call (see createCappedModule). */
@@ -75,12 +77,19 @@ export async function createCappedModule(capBytes: number): Promise<CappedModule
   const build = loadQuickJSBuild();
   const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: capBytes / PAGE });
   let em: EmscriptenAllocator | undefined;
+  let instance: WebAssembly.Instance | undefined;
   const module = await newQuickJSWASMModuleFromVariant(
     newVariant(RELEASE_SYNC, {
       wasmMemory: memory,
-      wasmModule: build.wasmModule,
-      // Called on emscripten's Module object once it is ready: the only public way to reach `_malloc`.
       emscriptenModule: {
+        // Emscripten's hook for instantiating the module: the compiled build (with its stack low-water
+        // mark) is instantiated here, so that the mark's export is at hand.
+        instantiateWasm(imports: WebAssembly.Imports, receive: (instance: WebAssembly.Instance, module: WebAssembly.Module) => void) {
+          instance = new WebAssembly.Instance(build.wasmModule, imports);
+          receive(instance, build.wasmModule);
+          return instance.exports;
+        },
+        // Called on emscripten's Module object once it is ready: the only public way to reach `_malloc`.
         onRuntimeInitialized(this: EmscriptenAllocator) {
           em = this;
         },
@@ -88,6 +97,8 @@ export async function createCappedModule(capBytes: number): Promise<CappedModule
     }),
   );
   if (!em || typeof em._malloc !== 'function') throw new Error('the QuickJS module did not expose its allocator');
+  const stackLow = instance?.exports[build.stackLowExport];
+  if (!(stackLow instanceof WebAssembly.Global)) throw new Error('the QuickJS module has no stack low-water mark');
   const alloc = em;
   allocatorBreak ??= locateAllocatorBreak(
     memory,
@@ -98,7 +109,17 @@ export async function createCappedModule(capBytes: number): Promise<CappedModule
   const pristineBreak = new Uint32Array(memory.buffer)[allocatorBreak.address >>> 2];
   if (pristineBreak !== allocatorBreak.heapBase) throw new Error('the QuickJS module does not have the expected memory layout');
 
-  const cm: CappedModule = { module, memory, capBytes, breakAddress: allocatorBreak.address, broken: false, exhausted: false, calls: 0, inUse: false };
+  const cm: CappedModule = {
+    module,
+    memory,
+    capBytes,
+    breakAddress: allocatorBreak.address,
+    stackLow,
+    broken: false,
+    exhausted: false,
+    calls: 0,
+    inUse: false,
+  };
   refuseGrowthPastCap(cm);
   const malloc = alloc._malloc.bind(alloc);
   alloc._malloc = (n: number) => {
