@@ -45,7 +45,7 @@ export interface GatewayConfig {
   idempotencyTtlMs: number;
   /** How long execution records are kept after their last write (max age of the executions bucket), ms. */
   executionRetentionMs: number;
-  /** How long to wait for a PubAck before answering 503. */
+  /** How long a webhook waits for its job to be stored (PubAck, retries included) before answering 503. */
   publishTimeoutMs: number;
   /** The data keys that seal and open node `auth` values (LDBOX_DATA_KEY…). */
   dataKeys: KeyRing;
@@ -130,10 +130,11 @@ const S = {
   publishTimeoutMs: {
     kind: 'int',
     name: 'LDBOX_PUBLISH_TIMEOUT_MS',
-    fallback: 5000,
+    fallback: 10_000,
     min: 100,
     max: 60_000,
-    meaning: "wait for JetStream's ack before answering 503, ms",
+    meaning:
+      'how long a webhook waits for JetStream to store its job before 503, retries included, ms (covers a leader election when a NATS node of a cluster dies)',
   },
 } as const satisfies Record<string, SettingSpec>;
 

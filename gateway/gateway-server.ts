@@ -57,7 +57,7 @@ import { nameEnumFieldInErrors, strictEnums } from './strict-enums.js';
 import { WorkflowService, WorkspaceService } from '../src/gen/ldbox/workflows/v1/workflows_pb.js';
 import { sendError, WebhookError } from './webhook-errors.js';
 import { handleWebhook, splitTarget, WEBHOOK_PATH_PREFIX, type WebhookDeps, type WebhookOutcome } from './webhook-handler.js';
-import { PublishBatcher } from './publish-batch.js';
+import { attemptTimeoutMs, PublishBatcher, PublishRetrier } from './publish-batch.js';
 import { scrubUrl } from './webhook-payload.js';
 
 const MiB = 1024 * 1024;
@@ -120,7 +120,7 @@ class GatewayRole extends RoleLifecycle implements Gateway {
     this.#log = log;
     this.#metrics = createGatewayMetrics();
     const client = (this.#client = connectNats(config.nats, { name: 'ldbox-gateway', logger: log, ...options.nats }));
-    this.#publisher = new JobPublisher(client, { timeoutMs: config.publishTimeoutMs });
+    this.#publisher = new JobPublisher(client, { timeoutMs: attemptTimeoutMs(config.publishTimeoutMs) });
     // Node `auth` values are opened here too (the cache is compared with what the control plane wrote). A
     // workflow whose `auth` cannot be opened still routes its webhooks (with a warning naming the key id): the
     // executor refuses its executions with that message, a clearer answer than a 404.
@@ -149,7 +149,15 @@ class GatewayRole extends RoleLifecycle implements Gateway {
       workflows: this.#workflowCache,
       workspaces: this.#workspaceCache,
       // One socket write per event-loop turn for the jobs (and queued records) of all requests in it.
-      publisher: new PublishBatcher(this.#publisher),
+      // An unavailable stream (a leader election, a reconnect) is waited out within the publish timeout.
+      publisher: new PublishRetrier(new PublishBatcher(this.#publisher), {
+        timeoutMs: config.publishTimeoutMs,
+        attemptTimeoutMs: attemptTimeoutMs(config.publishTimeoutMs),
+        onRetry: (attempt, failure) => {
+          this.#metrics.publishRetry();
+          if (attempt === 1) log.info({ reason: failure.ok ? undefined : failure.message }, 'job not stored yet, publishing again');
+        },
+      }),
       stores: () => this.#stores,
       limiter,
       random: pooledRandom(),

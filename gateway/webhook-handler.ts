@@ -12,7 +12,8 @@
  *    `rate_limited`; both with `Retry-After`;
  * 6. the payload: Content-Type, size (413 without reading the rest), JSON object / form, query;
  * 7. `Idempotency-Key` claim (KV create-if-absent), then the JetStream publish awaiting the PubAck,
- *    `Nats-Msg-Id` = execution id → 503 when not stored (never 202), 413 when too large;
+ *    `Nats-Msg-Id` = execution id; both are tried again while NATS cannot answer (a leader election), within
+ *    LDBOX_PUBLISH_TIMEOUT_MS → 503 when not stored by then (never 202), 413 when too large;
  * 8. 202 `{"executionId": "..."}`. No `queued` record is written: until an executor picks the job up, the
  *    stored job is the queued execution (ExecutionRepository reads it from the stream).
  *
@@ -23,7 +24,7 @@ import type { KV } from '@nats-io/kv';
 import type { GatewayConfig } from './gateway-config.js';
 import { answerAfterDiscard } from '../src/http/discard-body.js';
 import type { Logger } from '../src/logging/logger.js';
-import { claimIdempotencyKey, confirmIdempotencyKey, releaseIdempotencyKey } from '../src/nats/idempotency.js';
+import { type ClaimResult, claimIdempotencyKey, confirmIdempotencyKey, releaseIdempotencyKey } from '../src/nats/idempotency.js';
 import type { PublishFailure } from '../src/nats/job-publisher.js';
 import type { KvCache } from '../src/nats/kv-cache.js';
 import { jobSubject, JOBS_STREAM, maxJobBytes } from '../src/nats/streams.js';
@@ -32,7 +33,7 @@ import { isWorkflowId, newExecutionId } from '../src/workflows/ids.js';
 import { authenticateWebhookRequest, type RandomBytes, WEBHOOK_SECRET_QUERY_PARAMETER } from '../src/workflows/webhook-secret.js';
 import type { WebhookJob } from '../src/workflows/webhook-job.js';
 import type { WorkflowRecord } from '../src/workflows/workflow-model.js';
-import type { Publisher } from './publish-batch.js';
+import { type Publisher, retryPauseMs } from './publish-batch.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { sendError, sendJson, WebhookError } from './webhook-errors.js';
 import { bodyKind, parseBody, queryObject, readBody, REQUEST_ABORTED } from './webhook-payload.js';
@@ -181,7 +182,7 @@ async function run(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, d
   const stores = deps.stores();
   if (key !== undefined) {
     if (!stores) throw new WebhookError('queue_unavailable', 'NATS is not reachable: the webhook was not queued', { 'retry-after': RETRY_UNAVAILABLE_S });
-    const claim = await claimIdempotencyKey(stores.idempotency, id, key, executionId);
+    const claim = await claimUntilAnswered(stores.idempotency, id, key, executionId, deps.config.publishTimeoutMs);
     if (!claim.ok) throw new WebhookError('queue_unavailable', 'NATS is not reachable: the webhook was not queued', { 'retry-after': RETRY_UNAVAILABLE_S });
     if (!claim.first && claim.state === 'queued') {
       // A retry of a request whose job is stored: same answer, nothing published.
@@ -221,6 +222,20 @@ async function run(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, d
     if (firstClaim && key !== undefined && stores && claimRevision !== undefined) {
       await releaseIdempotencyKey(stores.idempotency, id, key, claimRevision);
     }
+  }
+}
+
+/**
+ * The `Idempotency-Key` claim, tried again while the idempotency bucket cannot answer (its stream electing
+ * a leader after a NATS node died), within the publish timeout: as with the job's publish, a lost node is
+ * waited out rather than answered 503. A claim whose answer was lost is found again as ours by the retry.
+ */
+async function claimUntilAnswered(kv: KV, workflowId: string, key: string, executionId: string, timeoutMs: number): Promise<ClaimResult> {
+  const deadline = performance.now() + timeoutMs;
+  for (let n = 0; ; n++) {
+    const claim = await claimIdempotencyKey(kv, workflowId, key, executionId);
+    if (claim.ok || performance.now() + retryPauseMs(n) >= deadline) return claim;
+    await new Promise((resolve) => setTimeout(resolve, retryPauseMs(n)));
   }
 }
 
