@@ -32,6 +32,8 @@ export interface NatsClusterOptions {
   logFiles?: boolean;
   /** Each node serves its monitoring endpoints (`/jsz`, `/varz`) on a free loopback port ({@link ClusterNode.monitorUrl}). */
   monitoring?: boolean;
+  /** Each node writes its pid to `<dir>/<node>/nats-server.pid` (a leftover of an earlier owner is stopped first). */
+  pidFiles?: boolean;
   /** Own process groups (see NatsServerProcessOptions.detached). */
   detached?: boolean;
   startTimeoutMs?: number;
@@ -107,6 +109,7 @@ async function startNode(
       config,
       logFile: opts.logFiles ? join(dir, 'nats-server.log') : undefined,
       detached: opts.detached,
+      pidFile: opts.pidFiles ? join(dir, 'nats-server.pid') : undefined,
       args: monitorPort === undefined ? undefined : ['-m', String(monitorPort)],
       startTimeoutMs: opts.startTimeoutMs,
     });
