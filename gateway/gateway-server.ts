@@ -34,7 +34,7 @@ import { connectNats, type ConnectNatsOptions, type NatsClient } from '../src/na
 import { JobPublisher } from '../src/nats/job-publisher.js';
 import { keepSetUp, type KeptSetUp } from '../src/nats/keep-set-up.js';
 import { KvCache } from '../src/nats/kv-cache.js';
-import { checkMaxPayload, ensureJobsStream, ensureKvBuckets, KV_BUCKETS, maxJobBytes } from '../src/nats/streams.js';
+import { checkMaxPayload, ensureJobsStream, ensureKvBucket, ensureKvBuckets, KV_BUCKETS, maxJobBytes } from '../src/nats/streams.js';
 import { ExecutionRepository } from '../src/store/execution-repository.js';
 import { WorkflowRepository } from '../src/store/workflow-repository.js';
 import { decodeWorkflowForRouting } from '../src/store/workflow-codec.js';
@@ -51,7 +51,7 @@ import {
   UNAUTHENTICATED_BODY_BYTES,
 } from './control-plane.js';
 import { createGatewayMetrics, type GatewayMetrics, type RouteLabel } from './gateway-metrics.js';
-import { RateLimiter } from './rate-limiter.js';
+import { ClusterRateLimiter, RATE_LIMITS_BUCKET } from './cluster-rate-limiter.js';
 import { keepProtoKeysInRequests, requestBytesContext } from './request-proto-keys.js';
 import { nameEnumFieldInErrors, strictEnums } from './strict-enums.js';
 import { WorkflowService, WorkspaceService } from '../src/gen/ldbox/workflows/v1/workflows_pb.js';
@@ -90,6 +90,8 @@ export interface StartGatewayOptions {
 
 interface Stores extends ControlPlaneStores {
   idempotency: KV;
+  /** The shared per-workflow rate schedules (cluster-rate-limiter.ts). */
+  rateLimits: KV;
 }
 
 /** Starts the gateway and resolves once it listens (NATS may still be connecting: see `ready()`). */
@@ -132,7 +134,7 @@ class GatewayRole extends RoleLifecycle implements Gateway {
         decodeWorkflowForRouting(v, config.dataKeys, (err) => log.warn({ keyId: err.keyId, err: err.message }, 'a stored node auth cannot be opened')),
     });
     this.#workspaceCache = new KvCache<WorkspaceRecord>({ client, bucket: WORKSPACES_BUCKET, logger: log });
-    const limiter = new RateLimiter();
+    const limiter = new ClusterRateLimiter({ kv: () => this.#stores?.rateLimits, maxDelayMs: config.throttleMaxDelayMs, log });
     this.#workflowCache.onChange((id, value) => {
       if (value === undefined) limiter.forget(id);
     });
@@ -226,10 +228,18 @@ class GatewayRole extends RoleLifecycle implements Gateway {
       log: this.#log,
     });
     const workspaces = await ensureWorkspacesBucket(nc, jsm, { replicas: config.stream.replicas });
+    // Kept past the furthest throttled slot, so that a schedule never expires while calls wait on it.
+    const rateLimits = await ensureKvBucket(nc, jsm, RATE_LIMITS_BUCKET, {
+      ttlMs: config.throttleMaxDelayMs + 3_600_000,
+      replicas: config.stream.replicas,
+      timeoutMs: 2000,
+      log: this.#log,
+    });
     const problem = checkMaxPayload(nc, maxJob);
     if (problem) this.#log.error({ maxBodyBytes: config.maxBodyBytes }, `${problem}; larger webhooks are answered 413`);
     this.#stores = {
       idempotency: buckets.idempotency,
+      rateLimits,
       workflows: new WorkflowRepository(buckets.workflows, buckets.webhooks, jsm, config.dataKeys),
       executions: new ExecutionRepository(buckets.executions, jsm),
       workspaces: new WorkspaceRepository(workspaces),

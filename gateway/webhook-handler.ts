@@ -8,8 +8,9 @@
  * 3. the workflow, from the in-memory KvCache (no NATS round trip) → 404 `workflow_not_found`
  *    (503 `not_ready` until the cache is first loaded);
  * 4. the secret of the active method, constant time → 400 `missing_secret` / `invalid_secret`;
- * 5. the workspace's spending cap → 429 `spending_cap_reached`; the workflow's token bucket → 429
- *    `rate_limited`; both with `Retry-After`;
+ * 5. the workspace's spending cap → 429 `spending_cap_reached`; the workflow's rate, shared by all gateways
+ *    (cluster-rate-limiter.ts) → 429 `rate_limited`, both with `Retry-After`; or, for a workflow that
+ *    throttles (`overRate: throttle`), accepted with a `notBefore` time when over the rate;
  * 6. the payload: Content-Type, size (413 without reading the rest), JSON object / form, query;
  * 7. `Idempotency-Key` claim (KV create-if-absent), then the JetStream publish awaiting the PubAck,
  *    `Nats-Msg-Id` = execution id; both are tried again while NATS cannot answer (a leader election), within
@@ -28,13 +29,14 @@ import { type ClaimResult, claimIdempotencyKey, confirmIdempotencyKey, releaseId
 import type { PublishFailure } from '../src/nats/job-publisher.js';
 import type { KvCache } from '../src/nats/kv-cache.js';
 import { jobSubject, JOBS_STREAM, maxJobBytes } from '../src/nats/streams.js';
+import { NOT_BEFORE_HEADER } from '../src/nats/job-consumer.js';
 import { spendingCapRetryAfter, type WorkspaceRecord } from '../src/store/workspace-repository.js';
 import { isWorkflowId, newExecutionId } from '../src/workflows/ids.js';
 import { authenticateWebhookRequest, type RandomBytes, WEBHOOK_SECRET_QUERY_PARAMETER } from '../src/workflows/webhook-secret.js';
 import type { WebhookJob } from '../src/workflows/webhook-job.js';
 import type { WorkflowRecord } from '../src/workflows/workflow-model.js';
 import { type Publisher, retryPauseMs } from './publish-batch.js';
-import type { RateLimiter } from './rate-limiter.js';
+import type { ClusterRateLimiter } from './cluster-rate-limiter.js';
 import { sendError, sendJson, WebhookError } from './webhook-errors.js';
 import { bodyKind, parseBody, queryObject, readBody, REQUEST_ABORTED } from './webhook-payload.js';
 
@@ -49,7 +51,8 @@ export interface WebhookDeps {
   /** The job publisher (the gateway passes a {@link PublishBatcher} over its JobPublisher). */
   publisher: Publisher;
   stores: () => { idempotency: KV } | undefined;
-  limiter: RateLimiter;
+  /** The per-workflow rate, shared by the gateways (cluster-rate-limiter.ts). */
+  limiter: Pick<ClusterRateLimiter, 'take'>;
   log: Logger;
   /** Observes the time from the start of the publish to its answer, in seconds. */
   observeEnqueue?: (seconds: number, outcome: string) => void;
@@ -160,8 +163,15 @@ async function run(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, d
     );
   }
   const rate = workflow.rateLimitPerSecond > 0 ? workflow.rateLimitPerSecond : deps.config.webhookRate;
-  const wait = deps.limiter.take(id, rate);
-  if (wait > 0) throw new WebhookError('rate_limited', `workflow ${id} is limited to ${rate} requests per second`, { 'retry-after': String(wait) });
+  const taken = deps.limiter.take(id, rate, workflow.overRate === 'throttle');
+  const admission = taken instanceof Promise ? await taken : taken;
+  if (!admission.ok) {
+    const message =
+      admission.reason === 'throttle_full'
+        ? `workflow ${id} runs ${rate} webhooks per second and has more waiting than it can start within the throttle window`
+        : `workflow ${id} is limited to ${rate} requests per second`;
+    throw new WebhookError('rate_limited', message, { 'retry-after': String(admission.retryAfterS) });
+  }
 
   const kind = bodyKind(req.headers['content-type']);
   const raw = await readBody(req, deps.config.maxBodyBytes);
@@ -174,6 +184,9 @@ async function run(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, d
     receivedAt: now.toISOString(),
     trigger: { body: parseBody(raw, kind), query: queryObject(url.search) },
   };
+  // Over a throttling workflow's rate: stored now, run at its slot's time (the header is what the executor reads).
+  const throttled = admission.notBefore === undefined ? undefined : { [NOT_BEFORE_HEADER]: String(admission.notBefore) };
+  if (admission.notBefore !== undefined) job.notBefore = new Date(admission.notBefore).toISOString();
 
   const key = idempotencyKey(req);
   let executionId = deps.random ? newExecutionId(now, deps.random) : newExecutionId(now);
@@ -206,7 +219,11 @@ async function run(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, d
     );
   }
   const t0 = performance.now();
-  const pub = await deps.publisher.publish(jobSubject(id, executionId), data, { msgID: executionId, expectStream: JOBS_STREAM });
+  const pub = await deps.publisher.publish(jobSubject(id, executionId), data, {
+    msgID: executionId,
+    expectStream: JOBS_STREAM,
+    ...(throttled ? { headers: throttled } : {}),
+  });
   deps.observeEnqueue?.((performance.now() - t0) / 1000, pub.ok ? 'ok' : pub.error);
   if (!pub.ok) {
     deps.log.warn({ workflowId: id, executionId, error: pub.error, reason: pub.message }, 'webhook job not queued');
