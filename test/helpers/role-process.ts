@@ -46,7 +46,13 @@ export async function startRole(role: Role, env: Record<string, string>, startTi
     });
     const p = proc;
     live.add(p);
-    exited = new Promise<void>((r) => p.once('exit', () => (live.delete(p), r())));
+    exited = new Promise<void>((r) =>
+      p.once('exit', (code, signal) => {
+        live.delete(p);
+        out += `\n--- ${role} exited (${signal ?? `code ${code}`}) ---\n`;
+        r();
+      }),
+    );
     const append = (d: Buffer) => (out = (out + d.toString('utf8')).slice(-50_000));
     p.stdout!.on('data', append);
     p.stderr!.on('data', append);
