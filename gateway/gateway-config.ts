@@ -45,7 +45,9 @@ export interface GatewayConfig {
   idempotencyTtlMs: number;
   /** How long execution records are kept after their last write (max age of the executions bucket), ms. */
   executionRetentionMs: number;
-  /** How long to wait for a PubAck before answering 503. */
+  /** The furthest ahead a throttled webhook's execution may be scheduled (workflows with `overRate: throttle`), ms. */
+  throttleMaxDelayMs: number;
+  /** How long a webhook waits for its job to be stored (PubAck, retries included) before answering 503. */
   publishTimeoutMs: number;
   /** The data keys that seal and open node `auth` values (LDBOX_DATA_KEY…). */
   dataKeys: KeyRing;
@@ -127,13 +129,24 @@ const S = {
     max: 3650 * DAY,
     meaning: 'how long an execution record is kept after its last write (the max age of the executions bucket, applied at start-up): 7d, 24h, 90m, or hours',
   },
+  throttleMaxDelay: {
+    kind: 'duration',
+    name: 'LDBOX_THROTTLE_MAX_DELAY',
+    fallback: 3_600_000,
+    min: 60_000,
+    max: 24 * HOUR,
+    unit: 'm',
+    meaning:
+      'a workflow that throttles over its rate (overRate: OVER_RATE_THROTTLE) runs a webhook at most this late; later ones are refused (429): 60m, 2h, or minutes',
+  },
   publishTimeoutMs: {
     kind: 'int',
     name: 'LDBOX_PUBLISH_TIMEOUT_MS',
-    fallback: 5000,
+    fallback: 10_000,
     min: 100,
     max: 60_000,
-    meaning: "wait for JetStream's ack before answering 503, ms",
+    meaning:
+      'how long a webhook waits for JetStream to store its job before 503, retries included, ms (covers a leader election when a NATS node of a cluster dies)',
   },
 } as const satisfies Record<string, SettingSpec>;
 
@@ -174,6 +187,7 @@ export function loadGatewayConfig(env: Env): GatewayConfig {
     },
     idempotencyTtlMs: intSetting(env, S.idempotencyTtlMs),
     executionRetentionMs: durationSetting(env, S.executionRetention),
+    throttleMaxDelayMs: durationSetting(env, S.throttleMaxDelay),
     publishTimeoutMs: intSetting(env, S.publishTimeoutMs),
     dataKeys: loadDataKeys(env),
     http: loadHttpLimits(env),

@@ -6,6 +6,8 @@
  *   the label set);
  * - `ldbox_gateway_enqueue_seconds{outcome}`: the JetStream publish of a webhook job until its PubAck
  *   (or failure: `unavailable`, `full`, `too_large`, `rejected`);
+ * - `ldbox_gateway_publish_retries_total`: job publishes sent again because the stream could not store
+ *   them yet (a leader election, a reconnect: publish-batch.ts);
  * - `ldbox_gateway_nats_connected`: 1 while NATS is connected;
  * - the default Node process metrics (`process_*`, `nodejs_*`).
  */
@@ -18,6 +20,7 @@ export interface GatewayMetrics {
   request(route: RouteLabel, status: number): void;
   enqueue(seconds: number, outcome: string): void;
   setNatsConnected(connected: boolean): void;
+  publishRetry(): void;
 }
 
 export function createGatewayMetrics(): GatewayMetrics {
@@ -33,7 +36,12 @@ export function createGatewayMetrics(): GatewayMetrics {
     name: 'ldbox_gateway_enqueue_seconds',
     help: 'Time from publishing a webhook job to its JetStream PubAck (or failure).',
     labelNames: ['outcome'] as const,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const retries = new Counter({
+    name: 'ldbox_gateway_publish_retries_total',
+    help: 'Webhook job publishes sent again (same Nats-Msg-Id) because the stream could not store them yet.',
     registers: [registry],
   });
   const nats = new Gauge({ name: 'ldbox_gateway_nats_connected', help: '1 while the gateway is connected to NATS.', registers: [registry] });
@@ -42,5 +50,6 @@ export function createGatewayMetrics(): GatewayMetrics {
     request: (route, status) => requests.inc({ route, status: String(status) }),
     enqueue: (seconds, outcome) => enqueue.observe({ outcome }, seconds),
     setNatsConnected: (c) => nats.set(c ? 1 : 0),
+    publishRetry: () => retries.inc(),
   };
 }

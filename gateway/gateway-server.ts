@@ -34,7 +34,7 @@ import { connectNats, type ConnectNatsOptions, type NatsClient } from '../src/na
 import { JobPublisher } from '../src/nats/job-publisher.js';
 import { keepSetUp, type KeptSetUp } from '../src/nats/keep-set-up.js';
 import { KvCache } from '../src/nats/kv-cache.js';
-import { checkMaxPayload, ensureJobsStream, ensureKvBuckets, KV_BUCKETS, maxJobBytes } from '../src/nats/streams.js';
+import { checkMaxPayload, ensureJobsStream, ensureKvBucket, ensureKvBuckets, KV_BUCKETS, maxJobBytes } from '../src/nats/streams.js';
 import { ExecutionRepository } from '../src/store/execution-repository.js';
 import { WorkflowRepository } from '../src/store/workflow-repository.js';
 import { decodeWorkflowForRouting } from '../src/store/workflow-codec.js';
@@ -51,13 +51,13 @@ import {
   UNAUTHENTICATED_BODY_BYTES,
 } from './control-plane.js';
 import { createGatewayMetrics, type GatewayMetrics, type RouteLabel } from './gateway-metrics.js';
-import { RateLimiter } from './rate-limiter.js';
+import { ClusterRateLimiter, RATE_LIMITS_BUCKET } from './cluster-rate-limiter.js';
 import { keepProtoKeysInRequests, requestBytesContext } from './request-proto-keys.js';
 import { nameEnumFieldInErrors, strictEnums } from './strict-enums.js';
 import { WorkflowService, WorkspaceService } from '../src/gen/ldbox/workflows/v1/workflows_pb.js';
 import { sendError, WebhookError } from './webhook-errors.js';
 import { handleWebhook, splitTarget, WEBHOOK_PATH_PREFIX, type WebhookDeps, type WebhookOutcome } from './webhook-handler.js';
-import { PublishBatcher } from './publish-batch.js';
+import { attemptTimeoutMs, PublishBatcher, PublishRetrier } from './publish-batch.js';
 import { scrubUrl } from './webhook-payload.js';
 
 const MiB = 1024 * 1024;
@@ -90,6 +90,8 @@ export interface StartGatewayOptions {
 
 interface Stores extends ControlPlaneStores {
   idempotency: KV;
+  /** The shared per-workflow rate schedules (cluster-rate-limiter.ts). */
+  rateLimits: KV;
 }
 
 /** Starts the gateway and resolves once it listens (NATS may still be connecting: see `ready()`). */
@@ -120,7 +122,7 @@ class GatewayRole extends RoleLifecycle implements Gateway {
     this.#log = log;
     this.#metrics = createGatewayMetrics();
     const client = (this.#client = connectNats(config.nats, { name: 'ldbox-gateway', logger: log, ...options.nats }));
-    this.#publisher = new JobPublisher(client, { timeoutMs: config.publishTimeoutMs });
+    this.#publisher = new JobPublisher(client, { timeoutMs: attemptTimeoutMs(config.publishTimeoutMs) });
     // Node `auth` values are opened here too (the cache is compared with what the control plane wrote). A
     // workflow whose `auth` cannot be opened still routes its webhooks (with a warning naming the key id): the
     // executor refuses its executions with that message, a clearer answer than a 404.
@@ -132,7 +134,7 @@ class GatewayRole extends RoleLifecycle implements Gateway {
         decodeWorkflowForRouting(v, config.dataKeys, (err) => log.warn({ keyId: err.keyId, err: err.message }, 'a stored node auth cannot be opened')),
     });
     this.#workspaceCache = new KvCache<WorkspaceRecord>({ client, bucket: WORKSPACES_BUCKET, logger: log });
-    const limiter = new RateLimiter();
+    const limiter = new ClusterRateLimiter({ kv: () => this.#stores?.rateLimits, maxDelayMs: config.throttleMaxDelayMs, log });
     this.#workflowCache.onChange((id, value) => {
       if (value === undefined) limiter.forget(id);
     });
@@ -149,7 +151,15 @@ class GatewayRole extends RoleLifecycle implements Gateway {
       workflows: this.#workflowCache,
       workspaces: this.#workspaceCache,
       // One socket write per event-loop turn for the jobs (and queued records) of all requests in it.
-      publisher: new PublishBatcher(this.#publisher),
+      // An unavailable stream (a leader election, a reconnect) is waited out within the publish timeout.
+      publisher: new PublishRetrier(new PublishBatcher(this.#publisher), {
+        timeoutMs: config.publishTimeoutMs,
+        attemptTimeoutMs: attemptTimeoutMs(config.publishTimeoutMs),
+        onRetry: (attempt, failure) => {
+          this.#metrics.publishRetry();
+          if (attempt === 1) log.info({ reason: failure.ok ? undefined : failure.message }, 'job not stored yet, publishing again');
+        },
+      }),
       stores: () => this.#stores,
       limiter,
       random: pooledRandom(),
@@ -218,10 +228,18 @@ class GatewayRole extends RoleLifecycle implements Gateway {
       log: this.#log,
     });
     const workspaces = await ensureWorkspacesBucket(nc, jsm, { replicas: config.stream.replicas });
+    // Kept past the furthest throttled slot, so that a schedule never expires while calls wait on it.
+    const rateLimits = await ensureKvBucket(nc, jsm, RATE_LIMITS_BUCKET, {
+      ttlMs: config.throttleMaxDelayMs + 3_600_000,
+      replicas: config.stream.replicas,
+      timeoutMs: 2000,
+      log: this.#log,
+    });
     const problem = checkMaxPayload(nc, maxJob);
     if (problem) this.#log.error({ maxBodyBytes: config.maxBodyBytes }, `${problem}; larger webhooks are answered 413`);
     this.#stores = {
       idempotency: buckets.idempotency,
+      rateLimits,
       workflows: new WorkflowRepository(buckets.workflows, buckets.webhooks, jsm, config.dataKeys),
       executions: new ExecutionRepository(buckets.executions, jsm),
       workspaces: new WorkspaceRepository(workspaces),

@@ -8,11 +8,13 @@
  * 3. the workflow, from the in-memory KvCache (no NATS round trip) → 404 `workflow_not_found`
  *    (503 `not_ready` until the cache is first loaded);
  * 4. the secret of the active method, constant time → 400 `missing_secret` / `invalid_secret`;
- * 5. the workspace's spending cap → 429 `spending_cap_reached`; the workflow's token bucket → 429
- *    `rate_limited`; both with `Retry-After`;
+ * 5. the workspace's spending cap → 429 `spending_cap_reached`; the workflow's rate, shared by all gateways
+ *    (cluster-rate-limiter.ts) → 429 `rate_limited`, both with `Retry-After`; or, for a workflow that
+ *    throttles (`overRate: throttle`), accepted with a `notBefore` time when over the rate;
  * 6. the payload: Content-Type, size (413 without reading the rest), JSON object / form, query;
  * 7. `Idempotency-Key` claim (KV create-if-absent), then the JetStream publish awaiting the PubAck,
- *    `Nats-Msg-Id` = execution id → 503 when not stored (never 202), 413 when too large;
+ *    `Nats-Msg-Id` = execution id; both are tried again while NATS cannot answer (a leader election), within
+ *    LDBOX_PUBLISH_TIMEOUT_MS → 503 when not stored by then (never 202), 413 when too large;
  * 8. 202 `{"executionId": "..."}`. No `queued` record is written: until an executor picks the job up, the
  *    stored job is the queued execution (ExecutionRepository reads it from the stream).
  *
@@ -23,17 +25,18 @@ import type { KV } from '@nats-io/kv';
 import type { GatewayConfig } from './gateway-config.js';
 import { answerAfterDiscard } from '../src/http/discard-body.js';
 import type { Logger } from '../src/logging/logger.js';
-import { claimIdempotencyKey, confirmIdempotencyKey, releaseIdempotencyKey } from '../src/nats/idempotency.js';
+import { type ClaimResult, claimIdempotencyKey, confirmIdempotencyKey, releaseIdempotencyKey } from '../src/nats/idempotency.js';
 import type { PublishFailure } from '../src/nats/job-publisher.js';
 import type { KvCache } from '../src/nats/kv-cache.js';
 import { jobSubject, JOBS_STREAM, maxJobBytes } from '../src/nats/streams.js';
+import { NOT_BEFORE_HEADER } from '../src/nats/job-consumer.js';
 import { spendingCapRetryAfter, type WorkspaceRecord } from '../src/store/workspace-repository.js';
 import { isWorkflowId, newExecutionId } from '../src/workflows/ids.js';
 import { authenticateWebhookRequest, type RandomBytes, WEBHOOK_SECRET_QUERY_PARAMETER } from '../src/workflows/webhook-secret.js';
 import type { WebhookJob } from '../src/workflows/webhook-job.js';
 import type { WorkflowRecord } from '../src/workflows/workflow-model.js';
-import type { Publisher } from './publish-batch.js';
-import type { RateLimiter } from './rate-limiter.js';
+import { type Publisher, retryPauseMs } from './publish-batch.js';
+import type { ClusterRateLimiter } from './cluster-rate-limiter.js';
 import { sendError, sendJson, WebhookError } from './webhook-errors.js';
 import { bodyKind, parseBody, queryObject, readBody, REQUEST_ABORTED } from './webhook-payload.js';
 
@@ -48,7 +51,8 @@ export interface WebhookDeps {
   /** The job publisher (the gateway passes a {@link PublishBatcher} over its JobPublisher). */
   publisher: Publisher;
   stores: () => { idempotency: KV } | undefined;
-  limiter: RateLimiter;
+  /** The per-workflow rate, shared by the gateways (cluster-rate-limiter.ts). */
+  limiter: Pick<ClusterRateLimiter, 'take'>;
   log: Logger;
   /** Observes the time from the start of the publish to its answer, in seconds. */
   observeEnqueue?: (seconds: number, outcome: string) => void;
@@ -159,8 +163,15 @@ async function run(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, d
     );
   }
   const rate = workflow.rateLimitPerSecond > 0 ? workflow.rateLimitPerSecond : deps.config.webhookRate;
-  const wait = deps.limiter.take(id, rate);
-  if (wait > 0) throw new WebhookError('rate_limited', `workflow ${id} is limited to ${rate} requests per second`, { 'retry-after': String(wait) });
+  const taken = deps.limiter.take(id, rate, workflow.overRate === 'throttle');
+  const admission = taken instanceof Promise ? await taken : taken;
+  if (!admission.ok) {
+    const message =
+      admission.reason === 'throttle_full'
+        ? `workflow ${id} runs ${rate} webhooks per second and has more waiting than it can start within the throttle window`
+        : `workflow ${id} is limited to ${rate} requests per second`;
+    throw new WebhookError('rate_limited', message, { 'retry-after': String(admission.retryAfterS) });
+  }
 
   const kind = bodyKind(req.headers['content-type']);
   const raw = await readBody(req, deps.config.maxBodyBytes);
@@ -173,6 +184,9 @@ async function run(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, d
     receivedAt: now.toISOString(),
     trigger: { body: parseBody(raw, kind), query: queryObject(url.search) },
   };
+  // Over a throttling workflow's rate: stored now, run at its slot's time (the header is what the executor reads).
+  const throttled = admission.notBefore === undefined ? undefined : { [NOT_BEFORE_HEADER]: String(admission.notBefore) };
+  if (admission.notBefore !== undefined) job.notBefore = new Date(admission.notBefore).toISOString();
 
   const key = idempotencyKey(req);
   let executionId = deps.random ? newExecutionId(now, deps.random) : newExecutionId(now);
@@ -181,7 +195,7 @@ async function run(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, d
   const stores = deps.stores();
   if (key !== undefined) {
     if (!stores) throw new WebhookError('queue_unavailable', 'NATS is not reachable: the webhook was not queued', { 'retry-after': RETRY_UNAVAILABLE_S });
-    const claim = await claimIdempotencyKey(stores.idempotency, id, key, executionId);
+    const claim = await claimUntilAnswered(stores.idempotency, id, key, executionId, deps.config.publishTimeoutMs);
     if (!claim.ok) throw new WebhookError('queue_unavailable', 'NATS is not reachable: the webhook was not queued', { 'retry-after': RETRY_UNAVAILABLE_S });
     if (!claim.first && claim.state === 'queued') {
       // A retry of a request whose job is stored: same answer, nothing published.
@@ -205,7 +219,11 @@ async function run(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, d
     );
   }
   const t0 = performance.now();
-  const pub = await deps.publisher.publish(jobSubject(id, executionId), data, { msgID: executionId, expectStream: JOBS_STREAM });
+  const pub = await deps.publisher.publish(jobSubject(id, executionId), data, {
+    msgID: executionId,
+    expectStream: JOBS_STREAM,
+    ...(throttled ? { headers: throttled } : {}),
+  });
   deps.observeEnqueue?.((performance.now() - t0) / 1000, pub.ok ? 'ok' : pub.error);
   if (!pub.ok) {
     deps.log.warn({ workflowId: id, executionId, error: pub.error, reason: pub.message }, 'webhook job not queued');
@@ -221,6 +239,20 @@ async function run(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, d
     if (firstClaim && key !== undefined && stores && claimRevision !== undefined) {
       await releaseIdempotencyKey(stores.idempotency, id, key, claimRevision);
     }
+  }
+}
+
+/**
+ * The `Idempotency-Key` claim, tried again while the idempotency bucket cannot answer (its stream electing
+ * a leader after a NATS node died), within the publish timeout: as with the job's publish, a lost node is
+ * waited out rather than answered 503. A claim whose answer was lost is found again as ours by the retry.
+ */
+async function claimUntilAnswered(kv: KV, workflowId: string, key: string, executionId: string, timeoutMs: number): Promise<ClaimResult> {
+  const deadline = performance.now() + timeoutMs;
+  for (let n = 0; ; n++) {
+    const claim = await claimIdempotencyKey(kv, workflowId, key, executionId);
+    if (claim.ok || performance.now() + retryPauseMs(n) >= deadline) return claim;
+    await new Promise((resolve) => setTimeout(resolve, retryPauseMs(n)));
   }
 }
 

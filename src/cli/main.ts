@@ -24,7 +24,7 @@ import { isParseArgsError, usageMessage } from './usage-message.js';
 const USAGE = `usage: ldbox <command> [--help]
        ldbox --help | --version
 
-  dev                 everything on one machine: nats-server, runner, executor and gateway (see README)
+  dev [--cluster 3]   everything on one machine: nats-server (or a 3-node cluster), runner, executor and gateway (see README)
   runner              the sandbox runner (gRPC/Connect on LDBOX_RUNNER_PORT, default 50051)
   gateway             the webhook gateway and control plane (HTTP on LDBOX_GATEWAY_PORT, default 8080; needs NATS_URL)
   executor            runs queued workflows on the runners of LDBOX_RUNNER_URLS (health and metrics on LDBOX_EXECUTOR_PORT, default 8081)
@@ -36,7 +36,7 @@ const USAGE = `usage: ldbox <command> [--help]
 
 /** What each command is, for its --help. */
 const ABOUT: Record<Command, string> = {
-  dev: 'usage: ldbox dev [--help]\n\nRuns nats-server (unless NATS_URL is set), the runner, the executor and the gateway in one process, prints their URLs and tokens; Ctrl-C stops them all.',
+  dev: 'usage: ldbox dev [--cluster N] [--help]\n\nRuns nats-server (unless NATS_URL is set), the runner, the executor and the gateway in one process, prints their URLs and tokens; Ctrl-C stops them all.\n--cluster N starts N nats-server nodes (3, 5 or 7) on loopback as one JetStream cluster instead, the stream and buckets with 3 replicas: kill a node to see the roles carry on.',
   runner:
     'usage: ldbox runner [--help]\n\nThe sandbox runner: gRPC, gRPC-Web and Connect on HTTP/2 cleartext; Connect, /healthz, /readyz and /metrics on HTTP/1.1 too.',
   gateway:
@@ -67,6 +67,11 @@ export function commandHelp(command: Command): string {
 function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
   return pkg.version;
+}
+
+/** A bad argument of a command (exit 2). */
+class UsageError extends Error {
+  override readonly name = 'UsageError';
 }
 
 const COMMANDS: readonly string[] = ['runner', 'gateway', 'executor', 'dev', 'run', 'reencrypt'];
@@ -104,15 +109,21 @@ export async function runCli(argv: readonly string[]): Promise<number> {
       warnUnknownSettings();
       return await runCommand(rest, process.env, { stdout, stderr });
     }
-    // The services take no arguments but --help.
-    const { values } = parseArgs({ args: [...rest], options: { help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false });
+    // The services take no arguments but --help; `dev` takes --cluster N too.
+    const { values } = parseArgs({
+      args: [...rest],
+      options: { help: { type: 'boolean', short: 'h' }, ...(command === 'dev' ? { cluster: { type: 'string' } } : {}) },
+      strict: true,
+      allowPositionals: false,
+    });
     if (values.help) return help(command);
+    const cluster = command === 'dev' ? parseClusterSize((values as { cluster?: string }).cluster) : undefined;
     warnUnknownSettings();
     switch (command) {
       case 'runner':
         return await serveRunner();
       case 'dev':
-        return await runDev(process.env, { stdout, stderr }, untilSignal());
+        return await runDev(process.env, { stdout, stderr }, untilSignal(), { clusterSize: cluster });
       case 'gateway':
         return await serveGateway();
       case 'executor':
@@ -123,6 +134,10 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   } catch (err) {
     if (err instanceof ConfigError) {
       stderr(`configuration error: ${err.message}\n`);
+      return 2;
+    }
+    if (err instanceof UsageError) {
+      stderr(`${err.message}\nsee 'ldbox ${command} --help'\n`);
       return 2;
     }
     if (isParseArgsError(err)) {
@@ -139,6 +154,14 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     }
     throw err;
   }
+}
+
+/** `ldbox dev --cluster N`: an odd number of nodes from 3 to 7 (JetStream needs a majority). */
+function parseClusterSize(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (n !== 3 && n !== 5 && n !== 7) throw new UsageError(`--cluster takes the number of NATS nodes: 3, 5 or 7 (an odd number, for a majority), got "${raw}"`);
+  return n;
 }
 
 /** `--help` or `-h` among `ldbox run`'s arguments (before a `--` terminator). */

@@ -13,6 +13,10 @@
  *   `$LDBOX_DATA_DIR/data-key` (mode 0600) and reused, so node `auth` values stored by an earlier run open.
  * - Then the runner, the executor (pointed at that runner) and the gateway, each with its usual LDBOX_*
  *   settings (ports 50051, 8081 and 8080 by default; 0 = any free port), and the URLs are printed.
+ * - `--cluster N`: N nats-server nodes instead of one (src/nats/nats-cluster.ts), routes and JetStream on
+ *   loopback, data in `$LDBOX_DATA_DIR/nats-cluster/<node>`, the same generated user for clients and
+ *   routes; the roles get all N as their seed list and the stream and buckets 3 replicas. A node that dies
+ *   is reported and the rest carries on (README "Scaling out").
  * - Ctrl-C (or SIGTERM) stops the gateway, the executor, the runner and nats-server, in that order.
  */
 import { randomBytes } from 'node:crypto';
@@ -30,15 +34,26 @@ import { startRunnerServer } from '../../runner/server/index.js';
 import { findNatsServerBinary } from '../nats/nats-server-binary.js';
 import { portIsFree } from '../net/local-ports.js';
 import { type LocalNats, startLocalNats } from './local-nats.js';
+import { type NatsCluster, startNatsCluster } from '../nats/nats-cluster.js';
+import { ConfigError } from '../config/env-parsers.js';
 
 export interface DevIo {
   stdout(s: string): void;
   stderr(s: string): void;
 }
 
+export interface DevOptions {
+  /** `--cluster N`: N local nats-server nodes as one JetStream cluster (3 replicas) instead of one server. */
+  clusterSize?: number;
+}
+
 /** Runs until `stop` resolves (or the local nats-server dies); returns the exit code. */
-export async function runDev(env: Env, io: DevIo, stop: Promise<void>): Promise<number> {
+export async function runDev(env: Env, io: DevIo, stop: Promise<void>, options: DevOptions = {}): Promise<number> {
   const devConfig = loadDevConfig(env);
+  const clusterSize = options.clusterSize;
+  if (clusterSize !== undefined && (env.NATS_URL ?? '') !== '') {
+    throw new ConfigError('ldbox dev --cluster starts its own NATS nodes: unset NATS_URL (or drop --cluster to use that server)');
+  }
   const level = loadLogLevel(env);
   const dataDir = resolve(devConfig.dataDir);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -51,18 +66,47 @@ export async function runDev(env: Env, io: DevIo, stop: Promise<void>): Promise<
   // The in-process runner is called over loopback by the in-process executor: no TLS (README, Security).
   const noTls = { LDBOX_RUNNER_TLS_CERT: undefined, LDBOX_RUNNER_TLS_KEY: undefined, LDBOX_RUNNER_TLS_CLIENT_CA: undefined };
   const runnerConfig = loadRunnerConfig({ ...env, ...noTls, LDBOX_RUNNER_TOKEN: runnerToken });
-  const gatewayConfig = loadGatewayConfig({ ...env, ...keyEnv, LDBOX_ADMIN_TOKEN: adminToken });
+  // A cluster keeps the stream and buckets on 3 nodes (unless LDBOX_JOBS_REPLICAS says otherwise).
+  const replicas = clusterSize !== undefined && (env.LDBOX_JOBS_REPLICAS ?? '') === '' ? { LDBOX_JOBS_REPLICAS: '3' } : {};
+  const gatewayConfig = loadGatewayConfig({ ...env, ...keyEnv, ...replicas, LDBOX_ADMIN_TOKEN: adminToken });
   const executorConfig = loadExecutorConfig({ ...env, ...keyEnv, LDBOX_RUNNER_TOKEN: runnerToken });
 
   let nats: LocalNats | undefined;
+  let cluster: NatsCluster | undefined;
   let natsSettings = gatewayConfig.nats;
   const natsUrl = env.NATS_URL ?? '';
   const cleanups: Array<() => Promise<void>> = [];
+  let stopping = false;
   const stopAll = async () => {
+    stopping = true;
     for (const c of cleanups.reverse()) await c().catch((err: Error) => io.stderr(`stopping: ${err.message}\n`));
   };
   try {
-    if (natsUrl === '') {
+    if (clusterSize !== undefined) {
+      let bin: string;
+      try {
+        bin = await findNatsServerBinary();
+      } catch (err) {
+        io.stderr(`ldbox dev --cluster needs nats-server: ${(err as Error).message}\n`);
+        return 1;
+      }
+      const password = keptToken(join(dataDir, 'nats-password'));
+      const auth = { user: LOCAL_NATS_USER, password };
+      cluster = await startNatsCluster({
+        bin,
+        dir: join(dataDir, 'nats-cluster'),
+        size: clusterSize,
+        auth,
+        maxPayload: 8 * 1024 * 1024,
+        comment: 'Written by `ldbox dev --cluster` on every start; edit LDBOX_* settings instead.',
+        logFiles: true,
+        pidFiles: true,
+        detached: true,
+        startTimeoutMs: 15_000,
+      });
+      cleanups.push(() => cluster!.stop());
+      natsSettings = { servers: cluster.nodes.map((n) => `127.0.0.1:${n.port}`), shown: cluster.seedList, user: auth.user, pass: auth.password };
+    } else if (natsUrl === '') {
       let bin: string;
       try {
         bin = await findNatsServerBinary();
@@ -107,7 +151,13 @@ export async function runDev(env: Env, io: DevIo, stop: Promise<void>): Promise<
         `  gateway   ${gatewayUrl}   webhooks at /api/hooks/workflows/<id>, control plane, /metrics`,
         `  runner    ${runnerUrl}  gRPC, gRPC-Web and Connect; /metrics`,
         `  executor  http://127.0.0.1:${executor.port}   /healthz /readyz /metrics`,
-        `  NATS      ${natsSettings.shown}${nats ? `   user ${LOCAL_NATS_USER}, password in ${join(dataDir, 'nats-password')}; data in ${join(dataDir, 'nats')}` : ' (NATS_URL)'}`,
+        `  NATS      ${natsSettings.shown}${nats || cluster ? `   user ${LOCAL_NATS_USER}, password in ${join(dataDir, 'nats-password')}; data in ${join(dataDir, cluster ? 'nats-cluster' : 'nats')}` : ' (NATS_URL)'}`,
+        ...(cluster
+          ? [
+              `  cluster   ${cluster.nodes.length} nodes (${cluster.nodes.map((n) => n.name).join(', ')}), the stream and buckets with ${gatewayConfig.stream.replicas} replicas; kill one to see a failover:`,
+              `            kill -9 $(cat ${join(dataDir, 'nats-cluster', cluster.nodes[0]!.name, 'nats-server.pid')})`,
+            ]
+          : []),
         `  admin token   ${adminToken}${env.LDBOX_ADMIN_TOKEN ? '' : `   (kept in ${join(dataDir, 'admin-token')})`}`,
         `  data key      ${keyEnv.LDBOX_DATA_KEY_FILE ? `kept in ${keyEnv.LDBOX_DATA_KEY_FILE} (back it up: stored node auth values cannot be read without it)` : 'LDBOX_DATA_KEY / LDBOX_DATA_KEY_FILE'}`,
         `  runner token  ${runnerToken}${env.LDBOX_RUNNER_TOKEN ? '' : `   (kept in ${join(dataDir, 'runner-token')})`}`,
@@ -116,6 +166,15 @@ export async function runDev(env: Env, io: DevIo, stop: Promise<void>): Promise<
       ].join('\n'),
     );
 
+    // A node of a cluster may die (that is what one tries with it): the roles carry on with the others.
+    for (const n of cluster?.nodes ?? []) {
+      void n.exited.then((how) => {
+        if (!stopping)
+          io.stderr(
+            `nats-server ${n.name} stopped (${how}); the cluster carries on with the others. See ${join(dataDir, 'nats-cluster', n.name, 'nats-server.log')}\n`,
+          );
+      });
+    }
     const natsDied = nats ? nats.exited.then((how) => how) : new Promise<string>(() => {});
     const reason = await Promise.race([stop.then(() => undefined), natsDied]);
     if (reason !== undefined) {

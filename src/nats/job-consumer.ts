@@ -12,6 +12,14 @@
  *   hands it to `onExhausted` (record "failed") instead of the handler. With `max_deliver = maxAttempts`
  *   the server would stop delivering it and it would sit unacked in the stream with nobody told. Should
  *   even the extra deliveries fail, the server's MAX_DELIVERIES advisory is logged at error level.
+ * - A job with a {@link NOT_BEFORE_HEADER} (a webhook over a throttling workflow's rate,
+ *   gateway/cluster-rate-limiter.ts) is handed back on its first delivery with a server-side delay
+ *   (`nak(delay)`) up to its time, and run when it comes back. That first delivery is not an attempt
+ *   ({@link Job.attempt} counts from the next one). A later delivery still early by more than a second (its
+ *   first executor died before handing it back, or clocks disagree) is handed back again, and that one
+ *   counts as an attempt. A job waiting so stays pending on the consumer (unacked), which is why
+ *   `max_ack_pending` is large: executors pull one job per free slot, so the jobs actually running stay
+ *   bounded by their concurrency, and the rest of the pending count is throttled jobs waiting their time.
  * - `term()` on nats-server 2.9 must be sent **without a reason**: measured on 2.9.10, `+TERM <reason>`
  *   (a 2.10 feature) is ignored and the job comes back after ack_wait; a bare `+TERM` removes it from
  *   the work queue.
@@ -37,6 +45,12 @@ import { isStreamNotFound, JOBS_STREAM } from './streams.js';
 
 const MS = 1_000_000;
 
+/** Header of a job that must not start before a time: milliseconds since the epoch (see the module comment). */
+export const NOT_BEFORE_HEADER = 'Ldbox-Not-Before';
+
+/** How early a job with {@link NOT_BEFORE_HEADER} may start (clock differences between gateway and executor). */
+const NOT_BEFORE_SLACK_MS = 1000;
+
 /** Default durable consumer name of the executors (all executors share it: the stream load-balances). */
 export const JOBS_CONSUMER = 'executor';
 
@@ -51,7 +65,7 @@ export interface JobConsumerOptions {
   maxAttempts?: number;
   /** Deliveries past `maxAttempts` the server still makes so a crash in the last attempt is recorded. Default 2. */
   extraDeliveries?: number;
-  /** Jobs delivered and not yet acked across all executors. Default 1000. */
+  /** Jobs delivered and not yet acked across all executors, throttled jobs waiting their time included. Default 100,000. */
   maxAckPending?: number;
 }
 
@@ -64,7 +78,7 @@ export function jobConsumerConfig(opts: JobConsumerOptions = {}): ConsumerConfig
     replay_policy: ReplayPolicy.Instant,
     ack_wait: (opts.ackWaitMs ?? 30_000) * MS,
     max_deliver: (opts.maxAttempts ?? 5) + (opts.extraDeliveries ?? 2),
-    max_ack_pending: opts.maxAckPending ?? 1000,
+    max_ack_pending: opts.maxAckPending ?? 100_000,
   };
   if (opts.filterSubject) cfg.filter_subject = opts.filterSubject;
   return cfg;
@@ -119,9 +133,22 @@ export class Job {
   get msgID(): string | undefined {
     return this.msg.headers?.get('Nats-Msg-Id') || undefined;
   }
-  /** 1 on the first delivery. */
+  /** Not to start before this time (ms since the epoch), from {@link NOT_BEFORE_HEADER}; undefined for most jobs. */
+  get notBefore(): number | undefined {
+    const raw = this.msg.headers?.get(NOT_BEFORE_HEADER);
+    const ms = raw ? Number(raw) : Number.NaN;
+    return Number.isFinite(ms) ? ms : undefined;
+  }
+  /** 1 on the first attempt (the first delivery of a throttled job only hands it back: see the module comment). */
   get attempt(): number {
-    return this.msg.info.deliveryCount;
+    return this.msg.info.deliveryCount - (this.notBefore === undefined ? 0 : 1);
+  }
+  /** Whether this delivery must be handed back to wait for {@link notBefore}: its first, or one still early. */
+  deferralMs(now: number): number | undefined {
+    const nb = this.notBefore;
+    if (nb === undefined) return undefined;
+    if (this.msg.info.deliveryCount === 1) return Math.max(0, nb - now);
+    return nb - now > NOT_BEFORE_SLACK_MS ? nb - now : undefined;
   }
   /** A failure of this attempt is final: record it, do not expect another delivery. */
   get isLastAttempt(): boolean {
@@ -315,6 +342,11 @@ export function runJobConsumer(opts: RunJobConsumerOptions): JobConsumerLoop {
 
   const handle = async (msg: JsMsg): Promise<void> => {
     const job = new Job(msg, maxAttempts);
+    const defer = job.deferralMs(Date.now());
+    if (defer !== undefined) {
+      job.nak(defer); // back when its time has come (server-side delay)
+      return;
+    }
     if (job.attemptsExhausted) {
       await exhausted(job, undefined);
       return;

@@ -28,6 +28,13 @@ export interface NatsServerConfig {
   maxPayload?: number;
   /** The only user the server lets in. */
   auth?: { user: string; password: string };
+  /** `server_name` (unique in a cluster: JetStream clustering requires it). */
+  serverName?: string;
+  /**
+   * A cluster node: its route port on 127.0.0.1 and the route ports of the others (routes to itself are
+   * ignored by the server), under one cluster `name`. With `auth`, routes log in with the same user.
+   */
+  cluster?: { name: string; port: number; routes: number[]; auth?: { user: string; password: string } };
 }
 
 export interface NatsServerProcessOptions {
@@ -99,10 +106,25 @@ function writeConfig(file: string, config: NatsServerConfig): void {
     ...(config.comment ? [`# ${config.comment}`] : []),
     ...(config.maxPayload !== undefined ? [`max_payload: ${config.maxPayload}`] : []),
     ...(config.auth ? [`authorization { user: ${JSON.stringify(config.auth.user)}, password: ${JSON.stringify(config.auth.password)} }`] : []),
+    ...(config.serverName ? [`server_name: ${JSON.stringify(config.serverName)}`] : []),
+    ...(config.cluster ? clusterBlock(config.cluster) : []),
     '',
   ];
   writeFileSync(file, lines.join('\n'), { mode: 0o600 });
   chmodSync(file, 0o600); // the mode above applies to a new file only
+}
+
+/** The `cluster { … }` block: loopback routes, authenticated when `auth` is given (a route port is a way in too). */
+function clusterBlock(c: NonNullable<NatsServerConfig['cluster']>): string[] {
+  const cred = c.auth ? `${encodeURIComponent(c.auth.user)}:${encodeURIComponent(c.auth.password)}@` : '';
+  return [
+    'cluster {',
+    `  name: ${JSON.stringify(c.name)}`,
+    `  listen: "127.0.0.1:${c.port}"`,
+    ...(c.auth ? [`  authorization { user: ${JSON.stringify(c.auth.user)}, password: ${JSON.stringify(c.auth.password)} }`] : []),
+    `  routes: [${c.routes.map((p) => JSON.stringify(`nats://${cred}127.0.0.1:${p}`)).join(', ')}]`,
+    '}',
+  ];
 }
 
 /** The ports file of process `pid` in `dir` (`<executable>_<pid>.ports`), when it is there. */

@@ -18,6 +18,11 @@ export interface WebhookJob {
   receivedAt: string;
   /** `trigger.output`: the parsed body (`{}` when empty) and the query without `secret`. */
   trigger: { body: JsonObject; query: JsonObject };
+  /**
+   * ISO-8601, set when the call came over a throttling workflow's rate: the execution starts no earlier
+   * (the executor waits for it with the job's `Ldbox-Not-Before` header, src/nats/job-consumer.ts).
+   */
+  notBefore?: string;
 }
 
 /** A job that cannot be read; `ids` holds what could be read of it, for recording the failure. */

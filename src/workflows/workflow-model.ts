@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { LimitsSchema } from '../gen/ldbox/runner/v1/runner_pb.js';
 import {
   AuthMethod,
+  OverRate,
   type CreateWorkflowRequest,
   type Node,
   NodeSchema,
@@ -89,6 +90,8 @@ export interface WorkflowRecord {
   webhook: { webhookId: string; auth: WebhookAuthState };
   /** 0 = the operator's default (LDBOX_WEBHOOK_RATE). */
   rateLimitPerSecond: number;
+  /** Over the rate: `throttle` accepts and runs later; absent (records from before it existed too) refuses with 429. */
+  overRate?: 'throttle';
   /** ISO-8601. */
   createdAt: string;
 }
@@ -100,6 +103,7 @@ export interface WorkflowDraft {
   nodes: NodeRecord[];
   authMethod: WebhookAuthMethod;
   rateLimitPerSecond: number;
+  overRate?: 'throttle';
 }
 
 /**
@@ -281,7 +285,22 @@ export function validateCreateWorkflow(req: CreateWorkflowRequest, limits: Workf
   if (req.rateLimitPerSecond > limits.maxRateLimitPerSecond) {
     throw invalid('rateLimitPerSecond', `rateLimitPerSecond must be at most ${limits.maxRateLimitPerSecond}, got ${req.rateLimitPerSecond}`);
   }
-  return { name, workspace: req.workspace, nodes, authMethod, rateLimitPerSecond: req.rateLimitPerSecond };
+  const draft: WorkflowDraft = { name, workspace: req.workspace, nodes, authMethod, rateLimitPerSecond: req.rateLimitPerSecond };
+  if (overRateFromProto(req.overRate) === 'throttle') draft.overRate = 'throttle';
+  return draft;
+}
+
+/** `overRate` of a request: `refuse` for UNSPECIFIED and REFUSE; an unknown number is INVALID_ARGUMENT naming the field. */
+export function overRateFromProto(m: OverRate, field = 'overRate'): 'refuse' | 'throttle' {
+  switch (m) {
+    case OverRate.UNSPECIFIED:
+    case OverRate.REFUSE:
+      return 'refuse';
+    case OverRate.THROTTLE:
+      return 'throttle';
+    default:
+      throw invalid(field, `${field} ${String(m)} is not a known OverRate`);
+  }
 }
 
 /**
@@ -303,6 +322,7 @@ export function createWorkflowRecord(
       nodes: draft.nodes,
       webhook: { webhookId: newWebhookId(random), auth: auth.state },
       rateLimitPerSecond: draft.rateLimitPerSecond,
+      ...(draft.overRate ? { overRate: draft.overRate } : {}),
       createdAt: options.now.toISOString(),
     },
     secret: auth.secret,
@@ -395,6 +415,7 @@ export function toProtoWorkflow(record: WorkflowRecord, options: ToProtoOptions)
     }),
     webhook: toProtoWebhook(record, options),
     rateLimitPerSecond: record.rateLimitPerSecond,
+    overRate: record.overRate === 'throttle' ? OverRate.THROTTLE : OverRate.UNSPECIFIED,
     createdAt: timestampFromDate(new Date(record.createdAt)),
     unreadable: options.unreadable ?? '',
   });

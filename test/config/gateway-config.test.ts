@@ -26,7 +26,8 @@ t.test('defaults', async (t) => {
     stream: { maxMsgs: 1_000_000, maxBytes: 1024 * MiB, duplicateWindowMs: 120_000, replicas: 1 },
     idempotencyTtlMs: 86_400_000,
     executionRetentionMs: 7 * 86_400_000,
-    publishTimeoutMs: 5000,
+    throttleMaxDelayMs: 3_600_000,
+    publishTimeoutMs: 10_000,
     http: { maxConnections: 1024, maxStreamsPerConnection: 128, headersTimeoutMs: 20_000, bodyTimeoutMs: 30_000, idleTimeoutMs: 60_000 },
   });
 });
