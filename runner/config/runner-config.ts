@@ -61,7 +61,7 @@ export interface PoolConfig {
   workerHeapMb: number;
   /** A WASM module whose memory grew past this is replaced after the call (WASM memory never shrinks). */
   recycleAboveBytes: number;
-  /** QuickJS's stack limit of a call: the deepest recursion, and what every call's restore zeroes. */
+  /** QuickJS's stack limit of a call: the deepest recursion. */
   sandboxStackBytes: number;
   /** Settings of the ld.* built-ins. */
   builtins: BuiltinConfig;
@@ -190,7 +190,7 @@ const S = {
     min: 128 * 1024,
     max: 1 * MiB,
     meaning:
-      "QuickJS stack of a call, in bytes or with a unit: the deepest recursion (~5,400 JS calls at 1MiB, ~1,360 at 256KiB); each call's restore zeroes it (256KiB: ~25 % less sandbox CPU per trivial call)",
+      "QuickJS stack of a call, in bytes or with a unit: the deepest recursion (~5,400 JS calls at 1MiB, ~1,360 at 256KiB); a call's restore puts back only the stack it used, so a larger limit costs nothing per call",
   },
   egressAllow: {
     kind: 'text',
