@@ -32,6 +32,8 @@ export interface RunnerConfig {
   maxInputBytes: number;
   /** Connections, streams and timeouts of the port (http-limits-config.ts). */
   http: HttpLimits;
+  /** V8's old-generation growth between full GCs, in % (0: V8's own heuristics); heap-policy.ts. */
+  heapGrowthPercent: number;
 }
 
 /** The runner's certificate and key, and the CA its clients' certificates must chain to (mTLS), PEM. */
@@ -165,6 +167,15 @@ const S = {
   },
   maxLogEntries: { kind: 'int', name: 'LDBOX_MAX_LOG_ENTRIES', fallback: 1000, min: 1, max: 1_000_000, meaning: 'most log entries per call' },
   maxLogBytes: { kind: 'size', name: 'LDBOX_MAX_LOG_BYTES', fallback: 1 * MiB, min: 1024, max: 64 * MiB, meaning: 'most log characters per call' },
+  heapGrowthPercent: {
+    kind: 'int',
+    name: 'LDBOX_HEAP_GROWTH_PERCENT',
+    fallback: 50,
+    min: 0,
+    max: 400,
+    meaning:
+      "how far V8 lets a heap's old generation grow past what its last full GC kept, in % (0: V8's own, up to ~300 %): lower keeps the runner's memory flat under load, higher spends less CPU on GC",
+  },
   workerHeapMb: {
     kind: 'size',
     name: 'LDBOX_WORKER_HEAP_MB',
@@ -254,6 +265,7 @@ export function loadRunnerConfig(env: Env): RunnerConfig {
     maxCodeBytes: sizeSetting(env, S.maxCodeBytes),
     maxInputBytes: sizeSetting(env, S.maxInputBytes),
     http: loadHttpLimits(env),
+    heapGrowthPercent: intSetting(env, S.heapGrowthPercent),
     pool: {
       size,
       concurrentPerWorker: intSetting(env, S.poolConcurrency),

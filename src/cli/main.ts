@@ -15,7 +15,7 @@ import { loadExecutorConfig, startExecutor } from '../executor/index.js';
 import { loadGatewayConfig, startGateway } from '../../gateway/index.js';
 import { createLogger, type Logger } from '../logging/logger.js';
 import { loadRunnerConfig } from '../../runner/config/index.js';
-import { startRunnerServer } from '../../runner/server/index.js';
+import { applyHeapGrowth, startRunnerServer } from '../../runner/server/index.js';
 import { runDev } from '../dev/dev-command.js';
 import { REENCRYPT_ABOUT, runReencrypt } from './reencrypt-command.js';
 import { RUN_USAGE, runCommand } from './run-command.js';
@@ -227,5 +227,9 @@ const serveExecutor = () => {
   return serve('executor', config, startExecutor, (url) => `${url} (/healthz, /readyz, /metrics); runners ${config.runnerUrls.join(', ')}`);
 };
 
-const serveRunner = () =>
-  serve('runner', loadRunnerConfig(process.env), startRunnerServer, (url) => `${url} (gRPC, gRPC-Web, Connect; /healthz, /readyz, /metrics over HTTP/1.1 too)`);
+const serveRunner = () => {
+  const config = loadRunnerConfig(process.env);
+  // Process-wide, so only where the runner has the process to itself (not under `ldbox dev`).
+  applyHeapGrowth(config.heapGrowthPercent);
+  return serve('runner', config, startRunnerServer, (url) => `${url} (gRPC, gRPC-Web, Connect; /healthz, /readyz, /metrics over HTTP/1.1 too)`);
+};
