@@ -3,7 +3,8 @@
  *
  *   (a) throughput: the runner (a child process, `ldbox runner`, 2 workers) serving Execute of `return 1`
  *       over gRPC to h2load (binary gRPC frames, 4 connections × 16 streams), next to two worker_threads
- *       each creating a bare fresh QuickJS runtime + context per call (bench/lib/bare-quickjs-worker.ts).
+ *       each creating a bare fresh QuickJS runtime + context per call (bench/lib/bare-quickjs-worker.ts),
+ *       in 4 rounds that alternate the two (a shared machine's other work then weighs on both alike).
  *       Target: ≥ 1.0×.
  *   (b) latency, one call at a time (h2load -c1 -m1): mean Execute next to mean grpc.health.v1.Health/Check
  *       on the same server (the RPC layer alone, served by connect-node). Target: ≤ 1.5×.
@@ -40,6 +41,8 @@ const FIRST_CALLS = n(1000);
 const TOTAL_CALLS = n(100_000);
 const SEQUENTIAL_CALLS = n(3000);
 const REFERENCE_MS = Math.round(4000 * Math.min(1, Math.max(0.25, SCALE)));
+/** (a) alternates the reference and the load this many times (see main). */
+const ROUNDS = 4;
 const EXECUTE_PATH = `/${RunnerService.typeName}/${RunnerService.method.execute.name}`;
 const HEALTH_PATH = '/grpc.health.v1.Health/Check';
 const GRPC_HEADERS = ['content-type: application/grpc', 'te: trailers'];
@@ -192,15 +195,23 @@ async function main(): Promise<number> {
     await executeRun(FIRST_CALLS - 1, LOAD_CONNECTIONS, LOAD_STREAMS);
     const rssFirst = rssBytes(runner.proc.pid!);
 
-    // (a) the reference first, while the runner is idle, then the rest of the calls at full load
-    // (in two halves, to show whether RSS still climbs or has settled).
-    const reference = await bareQuickJs(WORKERS, REFERENCE_MS);
+    // (a) in rounds: the reference (while the runner is idle), then a share of the calls at full load,
+    // so that both see the same machine even when other work comes and goes; RSS is read after each.
     const rest = TOTAL_CALLS - FIRST_CALLS;
-    const half = await executeRun(Math.floor(rest / 2), LOAD_CONNECTIONS, LOAD_STREAMS);
-    const rssHalf = rssBytes(runner.proc.pid!);
-    const load = await executeRun(rest - Math.floor(rest / 2), LOAD_CONNECTIONS, LOAD_STREAMS);
-    const rssTotal = rssBytes(runner.proc.pid!);
-    const loadRate = (half.succeeded + load.succeeded) / (half.elapsedSec + load.elapsedSec);
+    const rounds: Array<{ reference: number; load: H2loadResult; rss: number }> = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      const reference = await bareQuickJs(WORKERS, REFERENCE_MS / ROUNDS);
+      const share = i < ROUNDS - 1 ? Math.floor(rest / ROUNDS) : rest - Math.floor(rest / ROUNDS) * (ROUNDS - 1);
+      const load = await executeRun(share, LOAD_CONNECTIONS, LOAD_STREAMS);
+      rounds.push({ reference, load, rss: rssBytes(runner.proc.pid!) });
+    }
+    const reference = rounds.reduce((sum, r) => sum + r.reference, 0) / ROUNDS;
+    const loadCalls = rounds.reduce((sum, r) => sum + r.load.succeeded, 0);
+    const loadRate = loadCalls / rounds.reduce((sum, r) => sum + r.load.elapsedSec, 0);
+    const roundRatios = rounds.map((r) => r.load.succeeded / r.load.elapsedSec / r.reference);
+    const rssHalf = rounds[Math.floor((ROUNDS - 1) / 2)]!.rss;
+    const rssHalfCalls = FIRST_CALLS + rounds.slice(0, Math.floor((ROUNDS - 1) / 2) + 1).reduce((sum, r) => sum + r.load.succeeded, 0);
+    const rssTotal = rounds[ROUNDS - 1]!.rss;
 
     // (b) one call at a time, each path warmed up first.
     await h2load({ url: url(HEALTH_PATH), bodyFile: healthBody, requests: 500, connections: 1, streams: 1, headers: GRPC_HEADERS });
@@ -224,13 +235,14 @@ async function main(): Promise<number> {
     console.log('| what | figure |');
     console.log('|---|---|');
     console.log(
-      `| Execute over gRPC, ${LOAD_CONNECTIONS} connections × ${LOAD_STREAMS} streams (${half.succeeded + load.succeeded} calls) | ${fmt(loadRate)} calls/s |`,
+      `| Execute over gRPC, ${LOAD_CONNECTIONS} connections × ${LOAD_STREAMS} streams (${loadCalls} calls in ${ROUNDS} rounds) | ${fmt(loadRate)} calls/s |`,
     );
-    console.log(`| bare fresh QuickJS runtime + context, ${WORKERS} threads | ${fmt(reference)} calls/s |`);
+    console.log(`| bare fresh QuickJS runtime + context, ${WORKERS} threads (mean of the rounds) | ${fmt(reference)} calls/s |`);
+    console.log(`| the two, round by round | ${rounds.map((r, i) => `${fmt(r.load.succeeded / r.load.elapsedSec)} / ${fmt(r.reference)} = ${fmt(roundRatios[i]!, 2)}×`).join('; ')} |`);
     console.log(`| Execute, one call at a time: mean (sd) | ${fmt(executeSeq.meanMs * 1000)} µs (${fmt(executeSeq.sdMs * 1000)}) |`);
     console.log(`| grpc.health.v1.Health/Check, one at a time: mean (sd) | ${fmt(healthSeq.meanMs * 1000)} µs (${fmt(healthSeq.sdMs * 1000)}) |`);
     console.log(`| runner RSS after ${FIRST_CALLS} calls | ${mib(rssFirst)} |`);
-    console.log(`| runner RSS after ${FIRST_CALLS + half.succeeded} calls | ${mib(rssHalf)} |`);
+    console.log(`| runner RSS after ${rssHalfCalls} calls | ${mib(rssHalf)} |`);
     console.log(`| runner RSS after ${TOTAL_CALLS} calls | ${mib(rssTotal)} |`);
     console.log('');
     const line = (name: string, value: number, ok: boolean, target: string) =>
