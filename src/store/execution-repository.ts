@@ -4,13 +4,16 @@
  *
  * Key: `<workflowId>.<executionId>` — the key is its own per-workflow index: `keys("<workflowId>.*")`
  * lists one workflow's executions, and since execution ids start with their creation time, sorting the
- * ids descending gives newest first. `keys("*.<executionId>")` finds one execution by id alone.
+ * ids descending gives newest first and a time range is a range of ids, applied before any record is
+ * read. `keys("*.<executionId>")` finds one execution by id alone. Listing across workflows lists every
+ * key (names only, from the stream's subject index): its cost grows with the executions kept, see
+ * {@link ExecutionRepository.list}.
  *
  * Value: {@link ExecutionRecord} as JSON. `nodes` hold the proto JSON form of
  * `ldbox.workflows.v1.NodeExecution` (written by the executor with `toJson`), so the control plane reads
  * them back with `fromJson` and no field is lost in between.
  *
- * Who writes what: nobody writes a `queued` record. The gateway's job in the JOBS stream (subject
+ * Who writes what: nobody writes a `queued` record, except CancelExecution's `cancelled` one. The gateway's job in the JOBS stream (subject
  * `ldbox.jobs.<workflowId>.<executionId>`) is the queued execution until an executor picks it up; the
  * executor writes the record (`running` first) before it acknowledges the job, so at every moment the
  * execution is in the stream, in the bucket, or both (then the record wins). Reads look in the bucket,

@@ -22,7 +22,9 @@
 // a template inside other text is interpolated (strings as they are, other values as JSON). A backslash
 // makes `{{` literal: `\{{` renders `{{` (in JSON, write `"\\{{"`). A path that does not exist fails the
 // node with an error naming the template and the missing field. Templates are checked when the workflow
-// is created: bad syntax, an unknown root or a node that does not run earlier is INVALID_ARGUMENT.
+// is created or updated: bad syntax, an unknown root or a node that does not run earlier is INVALID_ARGUMENT
+// naming the field, the node and the line and column of the template in its string. So is node code
+// that does not parse (with the line and column in the code).
 // `auth` values and object keys are never templates.
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
@@ -341,7 +343,8 @@ export type NodeExecution = Message<"ldbox.workflows.v1.NodeExecution"> & {
   id: string;
 
   /**
-   * EXECUTION_STATUS_RUNNING, _SUCCEEDED or _FAILED.
+   * EXECUTION_STATUS_RUNNING, _SUCCEEDED, _FAILED or _CANCELLED (it was running when the execution was
+   * cancelled).
    *
    * @generated from field: ldbox.workflows.v1.ExecutionStatus status = 2;
    */
@@ -433,8 +436,8 @@ export type Execution = Message<"ldbox.workflows.v1.Execution"> & {
   nodes: NodeExecution[];
 
   /**
-   * Why the run failed, e.g. `node "send" failed: TypeError: ...`; empty unless
-   * `status` is EXECUTION_STATUS_FAILED.
+   * Why the run failed, e.g. `node "send" failed: TypeError: ...`; `cancelled with CancelExecution` when
+   * cancelled; empty otherwise.
    *
    * @generated from field: string error = 6;
    */
@@ -455,7 +458,7 @@ export type Execution = Message<"ldbox.workflows.v1.Execution"> & {
   startedAt?: Timestamp | undefined;
 
   /**
-   * When the run ended (succeeded or failed); unset before.
+   * When the run ended (succeeded, failed or cancelled); unset before.
    *
    * @generated from field: google.protobuf.Timestamp finished_at = 9;
    */
