@@ -313,10 +313,26 @@ t.test('CancelExecution', async (t) => {
     const wf = await createFlow(base, [nodeOf('q')]);
     const id = await send(base, wf.id, { n: 1 });
     t.equal((await getExecution(base, id)).status, 'EXECUTION_STATUS_QUEUED');
+    const queued = await rpc(base, 'ListExecutions', { statuses: ['EXECUTION_STATUS_QUEUED'] });
+    t.same(
+      queued.json.executions.map((e: any) => e.id),
+      [id],
+      'listed as queued across workflows (from the stream)',
+    );
     const r = await rpc(base, 'CancelExecution', { id });
     t.equal(r.status, 200, r.text);
     t.equal(r.json.execution.status, 'EXECUTION_STATUS_CANCELLED');
     t.equal(r.json.execution.error, 'cancelled with CancelExecution');
+    t.same(
+      ((await rpc(base, 'ListExecutions', { statuses: ['EXECUTION_STATUS_QUEUED'] })).json.executions ?? []).map((e: any) => e.id),
+      [],
+      'no longer queued',
+    );
+    t.same(
+      (await rpc(base, 'ListExecutions', { workflowId: wf.id, statuses: ['EXECUTION_STATUS_CANCELLED'] })).json.executions.map((e: any) => e.id),
+      [id],
+      'listed as cancelled',
+    );
 
     const nc = await testClient(t, stack.nats.url, 'ldbox-test-jobs').whenConnected();
     const jsm = await jetstreamManager(nc);
@@ -371,6 +387,14 @@ t.test('CancelExecution', async (t) => {
     // The runner is free again.
     const next = await waitForFinish(base, await send(base, (await createFlow(base, [nodeOf('next')])).id, { n: 3 }));
     t.equal(next.status, 'EXECUTION_STATUS_SUCCEEDED');
+  });
+
+  await t.test('the new methods need the admin token', async (t) => {
+    for (const method of ['UpdateWorkflow', 'ReplayExecution', 'ReplayExecutions', 'CancelExecution', 'ListExecutions']) {
+      const r = await rpc(base, method, {}, { token: null });
+      t.equal(r.status, 401, method);
+      t.equal(r.json.code, 'unauthenticated', method);
+    }
   });
 
   await t.test('unknown and malformed ids', async (t) => {
