@@ -16,6 +16,11 @@
  *
  * Read-your-writes: a call that changes a workflow returns once this gateway's workflow cache shows the
  * change (at most {@link CACHE_WAIT_MS}), so a webhook sent right after CreateWorkflow is not a 404.
+ *
+ * Workflows over time: UpdateWorkflow (compare-and-set, the version bumped), ListExecutions and
+ * ReplayExecutions with filters (src/store/execution-repository.ts, `list`), ReplayExecution(s) publish a job
+ * like the webhook route (through the same publisher), CancelExecution writes the `cancelled` record and
+ * announces it on `ldbox.cancel.<executionId>` so that the executor running it stops.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { create } from '@bufbuild/protobuf';

@@ -7,12 +7,14 @@
  */
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import { createConnectTransport } from '@connectrpc/connect-node';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
 import t from 'tap';
 import { ExecutionStatus, WorkflowService } from '../../src/gen/ldbox/workflows/v1/workflows_pb.js';
 import type { Executor } from '../../src/executor/index.js';
 import { JOBS_CONSUMER } from '../../src/nats/job-consumer.js';
-import { JOBS_STREAM, jobSubject } from '../../src/nats/streams.js';
+import { JOBS_STREAM, jobSubject, KV_BUCKETS } from '../../src/nats/streams.js';
+import { ExecutionRepository } from '../../src/store/execution-repository.js';
 import { createFlow, getExecution, stackFixture, waitForFinish } from '../executor/harness.js';
 import { testClient, waitFor } from '../nats/util.js';
 import { ADMIN_TOKEN, hook, rpc } from './harness.js';
@@ -387,6 +389,29 @@ t.test('CancelExecution', async (t) => {
     // The runner is free again.
     const next = await waitForFinish(base, await send(base, (await createFlow(base, [nodeOf('next')])).id, { n: 3 }));
     t.equal(next.status, 'EXECUTION_STATUS_SUCCEEDED');
+  });
+
+  await t.test('an executor that missed the announcement stops at its next record write', async (t) => {
+    // The record is cancelled directly in the store, so no executor hears of it: only the fence can stop the run.
+    const nc = await testClient(t, stack.nats.url, 'ldbox-test-store').whenConnected();
+    const kv = await new Kvm(jetstream(nc)).open(KV_BUCKETS.executions);
+    const store = new ExecutionRepository(kv, await jetstreamManager(nc));
+    const wf = await createFlow(base, [
+      { id: 'busy', code: 'const end = Date.now() + 1500; while (Date.now() < end) {} return 1' },
+      { id: 'after', code: 'return "should not run"' },
+    ]);
+    const id = await send(base, wf.id, {});
+    await waitFor(async () => (await getExecution(base, id))?.nodes?.[0]?.status === 'EXECUTION_STATUS_RUNNING', 15_000, 'the node running');
+    const done = await store.cancel(id, new Date());
+    t.equal(done?.cancelled, true);
+    await waitFor(() => executors.every((e) => e.inFlight === 0), 20_000, 'the executor idle');
+    const record = await getExecution(base, id);
+    t.equal(record.status, 'EXECUTION_STATUS_CANCELLED', 'the late write did not overwrite the cancel');
+    t.same(
+      record.nodes.map((n: any) => [n.id, n.status]),
+      [['busy', 'EXECUTION_STATUS_CANCELLED']],
+      'the next node never ran',
+    );
   });
 
   await t.test('the new methods need the admin token', async (t) => {
