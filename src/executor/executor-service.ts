@@ -238,8 +238,11 @@ class ExecutorRole extends RoleLifecycle implements Executor {
    * reconnects). A cancel missed while disconnected still stops the run at its next record write.
    */
   #listenForCancels(nc: NatsConnection): void {
-    if (this.#cancelSub !== undefined && this.#stores?.nc === nc) return;
-    this.#cancelSub?.unsubscribe();
+    try {
+      this.#cancelSub?.unsubscribe(); // of a connection given up (the stores are opened anew only for a new one)
+    } catch {
+      // that connection is closed: so is its subscription
+    }
     this.#cancelSub = nc.subscribe(CANCEL_SUBJECTS, {
       callback: (err, msg) => {
         if (err) return;
