@@ -16,35 +16,59 @@
  *
  * Read-your-writes: a call that changes a workflow returns once this gateway's workflow cache shows the
  * change (at most {@link CACHE_WAIT_MS}), so a webhook sent right after CreateWorkflow is not a 404.
+ *
+ * Workflows over time: UpdateWorkflow (compare-and-set, the version bumped), ListExecutions and
+ * ReplayExecutions with filters (src/store/execution-repository.ts, `list`), ReplayExecution(s) publish a job
+ * like the webhook route (through the same publisher), CancelExecution writes the `cancelled` record and
+ * announces it on `ldbox.cancel.<executionId>` so that the executor running it stops.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { create } from '@bufbuild/protobuf';
+import { type Timestamp, timestampDate } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError, type ConnectRouter, type HandlerContext, type Interceptor } from '@connectrpc/connect';
 import type { GatewayConfig } from './gateway-config.js';
 import { bearerAuth, createTokenCheck, type TokenCheck } from '../src/connect/bearer-auth.js';
 import {
+  CancelExecutionResponseSchema,
   CreateWorkflowResponseSchema,
+  type ExecutionStatus,
   DeleteWorkflowResponseSchema,
   GetExecutionResponseSchema,
   GetWorkflowResponseSchema,
   GetWorkspaceResponseSchema,
   ListExecutionsResponseSchema,
   ListWorkflowsResponseSchema,
+  ReplayExecutionResponseSchema,
+  ReplayExecutionsResponseSchema,
   RotateWebhookSecretResponseSchema,
   SetWebhookAuthMethodResponseSchema,
   SetWorkspaceBudgetResponseSchema,
+  UpdateWorkflowResponseSchema,
   WorkflowService,
   WorkspaceService,
 } from '../src/gen/ldbox/workflows/v1/workflows_pb.js';
 import type { Logger } from '../src/logging/logger.js';
 import { controlPlaneConnectError } from './control-plane-errors.js';
 import type { KvCache } from '../src/nats/kv-cache.js';
-import { type ExecutionRepository, toProtoExecution } from '../src/store/execution-repository.js';
+import {
+  type ExecutionFilter,
+  type ExecutionRecord,
+  type ExecutionRepository,
+  executionStatusFromProto,
+  type ExecutionStatusName,
+  toProtoExecution,
+} from '../src/store/execution-repository.js';
+import { jobSubject, JOBS_STREAM } from '../src/nats/streams.js';
+import { newExecutionId } from '../src/workflows/ids.js';
+import { WorkflowValidationError } from '../src/workflows/validation-error.js';
+import type { WebhookJob } from '../src/workflows/webhook-job.js';
+import type { Publisher } from './publish-batch.js';
 import { keepProtoKeysTextEncoder, type ProtoEncoding } from '../src/json/proto-keys.js';
 import type { WorkflowRepository } from '../src/store/workflow-repository.js';
-import { toProtoWorkspace, type WorkspaceRepository } from '../src/store/workspace-repository.js';
+import { spendingCapRetryAfter, toProtoWorkspace, type WorkspaceRepository } from '../src/store/workspace-repository.js';
 import { rotateWebhookSecret, setWebhookAuthMethod } from '../src/workflows/webhook-secret.js';
 import {
+  applyWorkflowUpdate,
   authMethodFromProto,
   checkExecutionId,
   checkWorkflowId,
@@ -56,8 +80,10 @@ import {
   toProtoWebhook,
   toProtoWorkflow,
   validateCreateWorkflow,
+  validateUpdateWorkflow,
   WORKFLOW_PAGE_SIZE,
   type WorkflowRecord,
+  workflowUpdateConflict,
 } from '../src/workflows/workflow-model.js';
 
 /** Longest wait for this gateway's cache to show a change before the call returns anyway. */
@@ -69,12 +95,16 @@ export interface ControlPlaneStores {
   workspaces: WorkspaceRepository;
   /** The server's max_payload: the largest workflow record that can be stored. */
   maxPayload: number | undefined;
+  /** Tells the executors that an execution was cancelled (core NATS, src/nats/streams.ts `cancelSubject`). */
+  announceCancel: (executionId: string) => void;
 }
 
 export interface ControlPlaneDeps {
   config: GatewayConfig;
   stores: () => ControlPlaneStores | undefined;
   workflowCache: KvCache<WorkflowRecord>;
+  /** Queues the jobs of ReplayExecution(s), as the webhook route queues its own. */
+  publisher: Publisher;
   log: Logger;
   now?: () => Date;
 }
@@ -224,8 +254,8 @@ export function registerControlPlane(router: ConnectRouter, deps: ControlPlaneDe
       return create(GetExecutionResponseSchema, { execution: toProtoExecution(record, responseEncoding(ctx)) });
     }),
     listExecutions: wrap('ListExecutions', async (req, ctx) => {
-      checkWorkflowId(req.workflowId, 'workflowId');
-      const page = await stores().executions.list(req.workflowId, {
+      const filter = executionFilterFromProto(req);
+      const page = await stores().executions.list(filter, {
         pageSize: resolvePageSize(req.pageSize, EXECUTION_PAGE_SIZE),
         pageToken: req.pageToken || undefined,
       });
@@ -233,7 +263,130 @@ export function registerControlPlane(router: ConnectRouter, deps: ControlPlaneDe
       const encoding = responseEncoding(ctx);
       return create(ListExecutionsResponseSchema, { executions: page.executions.map((r) => toProtoExecution(r, encoding)), nextPageToken: page.nextPageToken });
     }),
+    updateWorkflow: wrap('UpdateWorkflow', async (req, ctx) => {
+      const update = validateUpdateWorkflow(req);
+      const s = stores();
+      const at = now();
+      const done = await s.workflows.update(update.id, (r) => {
+        const conflict = workflowUpdateConflict(r, update);
+        if (conflict) {
+          const code = conflict.field === 'workflow.version' ? Code.Aborted : Code.InvalidArgument;
+          throw new ConnectError(conflict.message, code);
+        }
+        const record = applyWorkflowUpdate(r, update, at);
+        const size = Buffer.byteLength(JSON.stringify(record), 'utf8');
+        if (s.maxPayload !== undefined && size > s.maxPayload) {
+          throw new ConnectError(`the workflow is ${size} bytes of JSON, over the NATS max_payload of ${s.maxPayload} bytes`, Code.InvalidArgument);
+        }
+        return { record, result: undefined };
+      });
+      if (!done) throw notFound(`workflow ${update.id} not found`);
+      await cacheShows(update.id, done.record);
+      deps.log.info({ workflowId: update.id, version: done.record.version }, 'workflow updated');
+      return create(UpdateWorkflowResponseSchema, { workflow: toProto(done.record, ctx) });
+    }),
+    replayExecution: wrap('ReplayExecution', async (req, ctx) => {
+      checkExecutionId(req.id);
+      const s = stores();
+      const original = await s.executions.get(req.id);
+      if (!original) throw notFound(`execution ${req.id} not found`);
+      const replayed = await replay(original, s);
+      deps.log.info({ executionId: replayed.id, workflowId: replayed.workflowId, replayOf: req.id }, 'execution replayed');
+      return create(ReplayExecutionResponseSchema, { execution: toProtoExecution(replayed, responseEncoding(ctx)) });
+    }),
+    replayExecutions: wrap('ReplayExecutions', async (req) => {
+      const filter = executionFilterFromProto(req);
+      if (filter.workflowId === undefined && filter.statuses === undefined && filter.createdAfter === undefined && filter.createdBefore === undefined) {
+        throw new ConnectError(
+          'give at least one filter (workflowId, statuses, createdAfter or createdBefore): replaying every execution is refused',
+          Code.InvalidArgument,
+        );
+      }
+      const s = stores();
+      // The matching set is read first, so that the replays (new executions) are not replayed in turn.
+      const matching = await s.executions.listAll(filter);
+      let count = 0;
+      for (const original of matching) {
+        try {
+          await replay(original, s);
+          count++;
+        } catch (err) {
+          // A deleted workflow's executions are skipped; anything else stops the call (what was queued stays).
+          if (!(err instanceof ConnectError && err.code === Code.FailedPrecondition)) throw err;
+        }
+      }
+      deps.log.info({ matching: matching.length, count, workflowId: filter.workflowId }, 'executions replayed');
+      return create(ReplayExecutionsResponseSchema, { count });
+    }),
+    cancelExecution: wrap('CancelExecution', async (req, ctx) => {
+      checkExecutionId(req.id);
+      const s = stores();
+      const done = await s.executions.cancel(req.id, now());
+      if (!done) throw notFound(`execution ${req.id} not found`);
+      if (!done.cancelled) {
+        throw new ConnectError(
+          `execution ${req.id} has already ended (${done.record.status}): only queued or running executions can be cancelled`,
+          Code.FailedPrecondition,
+        );
+      }
+      s.announceCancel(req.id);
+      deps.log.info({ executionId: req.id, workflowId: done.record.workflowId }, 'execution cancelled');
+      return create(CancelExecutionResponseSchema, { execution: toProtoExecution(done.record, responseEncoding(ctx)) });
+    }),
   });
+
+  /**
+   * Queues `original`'s trigger again as a new execution of its workflow's current version (as a webhook
+   * call would, without the rate limit): the job's `replayOf` names the original.
+   */
+  async function replay(original: ExecutionRecord, s: ControlPlaneStores): Promise<ExecutionRecord> {
+    const workflow = await s.workflows.get(original.workflowId);
+    if (!workflow) {
+      throw new ConnectError(
+        `workflow ${original.workflowId} of execution ${original.id} was deleted: there is nothing to replay it with`,
+        Code.FailedPrecondition,
+      );
+    }
+    const at = now();
+    const capRetry = spendingCapRetryAfter(await s.workspaces.get(workflow.workspace, at), at);
+    if (capRetry !== undefined) {
+      throw new ConnectError(`workspace ${workflow.workspace} has spent its monthly budget: nothing runs until the next month (UTC)`, Code.ResourceExhausted);
+    }
+    const executionId = newExecutionId(at);
+    const job: WebhookJob = {
+      v: 1,
+      executionId,
+      workflowId: workflow.id,
+      workspace: workflow.workspace,
+      receivedAt: at.toISOString(),
+      trigger: original.trigger,
+      replayOf: original.id,
+    };
+    const pub = await deps.publisher.publish(jobSubject(workflow.id, executionId), Buffer.from(JSON.stringify(job), 'utf8'), {
+      msgID: executionId,
+      expectStream: JOBS_STREAM,
+    });
+    if (!pub.ok) {
+      deps.log.warn({ workflowId: workflow.id, replayOf: original.id, error: pub.error, reason: pub.message }, 'replay not queued');
+      const code = pub.error === 'unavailable' || pub.error === 'full' ? Code.Unavailable : pub.error === 'too_large' ? Code.InvalidArgument : Code.Internal;
+      throw new ConnectError(`the replay of ${original.id} was not queued: ${pub.error === 'rejected' ? 'the stream refused it' : pub.message}`, code);
+    }
+    return {
+      id: executionId,
+      workflowId: workflow.id,
+      workspace: workflow.workspace,
+      status: 'queued',
+      trigger: original.trigger,
+      nodes: [],
+      error: '',
+      createdAt: job.receivedAt,
+      startedAt: null,
+      finishedAt: null,
+      attempts: 0,
+      costUnits: 0,
+      replayOf: original.id,
+    };
+  }
 
   router.service(WorkspaceService, {
     getWorkspace: wrap('GetWorkspace', async (req) => {
@@ -272,6 +425,48 @@ function responseEncoding(ctx: HandlerContext): ProtoEncoding {
 export function controlPlaneJsonOptions(): { ignoreUnknownFields: boolean } {
   const options = { ignoreUnknownFields: false, textEncoder: keepProtoKeysTextEncoder };
   return options;
+}
+
+/** The filters of ListExecutions and ReplayExecutions, checked (each refusal names its field). */
+export function executionFilterFromProto(req: {
+  workflowId: string;
+  statuses: ExecutionStatus[];
+  createdAfter?: Timestamp | undefined;
+  createdBefore?: Timestamp | undefined;
+}): ExecutionFilter {
+  const filter: ExecutionFilter = {};
+  if (req.workflowId !== '') {
+    checkWorkflowId(req.workflowId, 'workflowId');
+    filter.workflowId = req.workflowId;
+  }
+  if (req.statuses.length > 0) {
+    const statuses = new Set<ExecutionStatusName>();
+    for (const [i, st] of req.statuses.entries()) {
+      const name = executionStatusFromProto(st);
+      if (name === undefined) {
+        throw new WorkflowValidationError(
+          `statuses[${i}]`,
+          `statuses[${i}] must be a status an execution can have (EXECUTION_STATUS_QUEUED, _RUNNING, _SUCCEEDED, _FAILED or _CANCELLED), got ${st}`,
+        );
+      }
+      statuses.add(name);
+    }
+    filter.statuses = statuses;
+  }
+  const time = (t: Timestamp | undefined, field: string): Date | undefined => {
+    if (t === undefined) return undefined;
+    const d = timestampDate(t);
+    if (Number.isNaN(d.getTime()) || t.nanos < 0 || t.nanos > 999_999_999) throw new WorkflowValidationError(field, `${field} is not a valid time`);
+    return d;
+  };
+  const after = time(req.createdAfter, 'createdAfter');
+  const before = time(req.createdBefore, 'createdBefore');
+  if (after !== undefined) filter.createdAfter = after;
+  if (before !== undefined) filter.createdBefore = before;
+  if (after !== undefined && before !== undefined && after.getTime() >= before.getTime()) {
+    throw new WorkflowValidationError('createdBefore', `createdBefore (${before.toISOString()}) must be later than createdAfter (${after.toISOString()})`);
+  }
+  return filter;
 }
 
 function notFound(message: string): ConnectError {

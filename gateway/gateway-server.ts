@@ -34,7 +34,7 @@ import { connectNats, type ConnectNatsOptions, type NatsClient } from '../src/na
 import { JobPublisher } from '../src/nats/job-publisher.js';
 import { keepSetUp, type KeptSetUp } from '../src/nats/keep-set-up.js';
 import { KvCache } from '../src/nats/kv-cache.js';
-import { checkMaxPayload, ensureJobsStream, ensureKvBucket, ensureKvBuckets, KV_BUCKETS, maxJobBytes } from '../src/nats/streams.js';
+import { cancelSubject, checkMaxPayload, ensureJobsStream, ensureKvBucket, ensureKvBuckets, KV_BUCKETS, maxJobBytes } from '../src/nats/streams.js';
 import { ExecutionRepository } from '../src/store/execution-repository.js';
 import { WorkflowRepository } from '../src/store/workflow-repository.js';
 import { decodeWorkflowForRouting } from '../src/store/workflow-codec.js';
@@ -244,6 +244,7 @@ class GatewayRole extends RoleLifecycle implements Gateway {
       executions: new ExecutionRepository(buckets.executions, jsm),
       workspaces: new WorkspaceRepository(workspaces),
       maxPayload: nc.info?.max_payload,
+      announceCancel: (executionId) => nc.publish(cancelSubject(executionId)),
     };
   }
 
@@ -269,7 +270,14 @@ class GatewayRole extends RoleLifecycle implements Gateway {
       // Requests that can hold a Struct are tapped, so own `__proto__` keys survive decoding (request-proto-keys.ts).
       contextValues: (req) => requestBytesContext(req, CONTROL_PLANE_INPUTS.get(splitTarget(req.url ?? '/').pathname), CONTROL_PLANE_MAX_BYTES),
       interceptors: [adminAuth(config.adminToken), strictEnums(), keepProtoKeysInRequests()],
-      routes: (router) => registerControlPlane(router, { config, stores: () => this.#stores, workflowCache: this.#workflowCache, log: this.#log }),
+      routes: (router) =>
+        registerControlPlane(router, {
+          config,
+          stores: () => this.#stores,
+          workflowCache: this.#workflowCache,
+          publisher: webhookDeps.publisher,
+          log: this.#log,
+        }),
       fallback: (_req, res) => sendError(res as http.ServerResponse, new WebhookError('not_found', 'no such route')),
     });
     const isAdmin = adminTokenCheck(config.adminToken);

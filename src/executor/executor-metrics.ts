@@ -2,7 +2,8 @@
  * Prometheus metrics of the executor (`GET /metrics` on LDBOX_EXECUTOR_PORT), on a registry of its own
  * (several executors in one process — `ldbox dev`, tests — must not collide on prom-client's global one):
  * - `ldbox_executor_executions_total{outcome}`: jobs finished: `succeeded`, `failed`, `already_finished`
- *   (a redelivery of a finished execution, a no-op), `malformed` (a job that could not be read);
+ *   (a redelivery of a finished execution, a no-op), `malformed` (a job that could not be read), `cancelled`
+ *   (stopped by CancelExecution);
  * - `ldbox_executor_execution_seconds{outcome}`: one attempt's run time, from pick-up to the final record;
  * - `ldbox_executor_queue_wait_seconds`: from the webhook's acceptance to an executor's pick-up (first
  *   attempts only: a retry waits by design);
@@ -17,7 +18,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ExecuteOutcome } from './run-execution.js';
 
-export type ExecutionOutcomeLabel = 'succeeded' | 'failed' | 'already_finished' | 'malformed';
+export type ExecutionOutcomeLabel = 'succeeded' | 'failed' | 'already_finished' | 'malformed' | 'cancelled';
 export type AttemptResult = 'done' | 'retry' | 'exhausted';
 
 export interface ExecutorMetrics {

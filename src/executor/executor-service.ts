@@ -16,7 +16,7 @@ import { setMaxListeners } from 'node:events';
 import http from 'node:http';
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
-import type { NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { EXECUTE_DEADLINE_SLACK_MS, type ExecutorConfig } from './executor-config.js';
 import { http1ServerOptions, limitHttp1Server } from '../http/connection-limits.js';
 import { createOpsRoutes } from '../http/ops-routes.js';
@@ -27,13 +27,13 @@ import type { Logger } from '../logging/logger.js';
 import { connectNats, type ConnectNatsOptions, type NatsClient } from '../nats/connect.js';
 import { ensureJobConsumer, type Job, type JobConsumerLoop, JOBS_CONSUMER, runJobConsumer } from '../nats/job-consumer.js';
 import { keepSetUp, type KeptSetUp } from '../nats/keep-set-up.js';
-import { isStreamNotFound, JOBS_STREAM, KV_BUCKETS } from '../nats/streams.js';
+import { CANCEL_SUBJECTS, isStreamNotFound, JOBS_STREAM, KV_BUCKETS } from '../nats/streams.js';
 import { ExecutionRepository } from '../store/execution-repository.js';
 import { WorkflowRepository } from '../store/workflow-repository.js';
 import { WORKSPACES_BUCKET, WorkspaceRepository } from '../store/workspace-repository.js';
 import { MalformedJobError, parseWebhookJob } from '../workflows/webhook-job.js';
 import { createExecutorMetrics, type ExecutorMetrics } from './executor-metrics.js';
-import { type ExecutionDeps, recordExhausted, recordMalformed, runExecution } from './run-execution.js';
+import { type ExecutionDeps, ExecutionCancelledError, recordExhausted, recordMalformed, runExecution } from './run-execution.js';
 import { RunnerClients } from './runner-clients.js';
 
 export interface Executor {
@@ -91,6 +91,9 @@ class ExecutorRole extends RoleLifecycle implements Executor {
   readonly #setUp: KeptSetUp;
   readonly #server: http.Server;
   #stores: Stores | undefined;
+  /** The runs in flight by execution id: CancelExecution's announcement aborts one (src/nats/streams.ts `cancelSubject`). */
+  readonly #runs = new Map<string, AbortController>();
+  #cancelSub: Subscription | undefined;
   #consumerReady = false;
   /** The "waiting for a gateway" line is logged once, not every retry. */
   #toldWaiting = false;
@@ -220,6 +223,7 @@ class ExecutorRole extends RoleLifecycle implements Executor {
       open(KV_BUCKETS.executions),
       open(WORKSPACES_BUCKET),
     ]);
+    this.#listenForCancels(nc);
     this.#stores = {
       nc,
       workflows: new WorkflowRepository(workflows, webhooks, jsm, this.#config.dataKeys),
@@ -227,6 +231,28 @@ class ExecutorRole extends RoleLifecycle implements Executor {
       workspaces: new WorkspaceRepository(workspaces),
     };
     return this.#stores;
+  }
+
+  /**
+   * Subscribes to CancelExecution's announcements once per connection (nats.js keeps a subscription across
+   * reconnects). A cancel missed while disconnected still stops the run at its next record write.
+   */
+  #listenForCancels(nc: NatsConnection): void {
+    try {
+      this.#cancelSub?.unsubscribe(); // of a connection given up (the stores are opened anew only for a new one)
+    } catch {
+      // that connection is closed: so is its subscription
+    }
+    this.#cancelSub = nc.subscribe(CANCEL_SUBJECTS, {
+      callback: (err, msg) => {
+        if (err) return;
+        const executionId = msg.subject.slice(msg.subject.lastIndexOf('.') + 1);
+        const run = this.#runs.get(executionId);
+        if (!run) return;
+        this.#log.info({ executionId }, 'execution cancelled: stopping its run');
+        run.abort(new ExecutionCancelledError(`execution ${executionId} was cancelled`));
+      },
+    });
   }
 
   // Aborted at shutdown too: a job must not hold close() while it waits for NATS to come back.
@@ -274,8 +300,10 @@ class ExecutorRole extends RoleLifecycle implements Executor {
       return; // acked: it can never run
     }
     if (job.attempt === 1) metrics.queueWait(Math.max(0, Date.now() - Date.parse(parsed.receivedAt)) / 1000);
+    const run = new AbortController();
+    this.#runs.set(parsed.executionId, run);
     try {
-      const outcome = await runExecution(parsed, job.attempt, this.#deps(s), cancelled);
+      const outcome = await runExecution(parsed, job.attempt, this.#deps(s), AbortSignal.any([cancelled, run.signal]));
       if (outcome === 'superseded') {
         job.abandon(); // another executor runs this job now (runExecution logged it)
         return;
@@ -295,6 +323,8 @@ class ExecutorRole extends RoleLifecycle implements Executor {
       }
       if (!job.isLastAttempt) metrics.attempt('retry');
       throw err;
+    } finally {
+      if (this.#runs.get(parsed.executionId) === run) this.#runs.delete(parsed.executionId);
     }
   }
 

@@ -30,12 +30,12 @@
 import type { JsonObject, JsonValue } from '@bufbuild/protobuf';
 import { ResultKind } from '../gen/ldbox/runner/v1/runner_pb.js';
 import type { Logger } from '../logging/logger.js';
-import type { ExecutionRecord, ExecutionRepository } from '../store/execution-repository.js';
+import { type ExecutionRecord, type ExecutionRepository, isFinalStatus } from '../store/execution-repository.js';
 import { isSecretUnavailable, isStaleRecord } from '../store/store-errors.js';
 import type { WorkspaceRepository } from '../store/workspace-repository.js';
 import { isTemplateError, renderTemplates } from '../workflows/template.js';
 import type { WebhookJob } from '../workflows/webhook-job.js';
-import type { NodeRecord, WorkflowRecord } from '../workflows/workflow-model.js';
+import { type NodeRecord, type WorkflowRecord, workflowVersion } from '../workflows/workflow-model.js';
 import { nodeCostUnits, nodeEntry, type NodeOutcome, nodeShareBytes, readStoredNode, runError } from './execution-record.js';
 import { RunnerRejectedError, type RunnerClients } from './runner-clients.js';
 import { MAX_INPUT_DEPTH, UndeliverableResultError, valueDepth } from './runner-wire.js';
@@ -45,7 +45,15 @@ import { MAX_INPUT_DEPTH, UndeliverableResultError, valueDepth } from './runner-
  * executor's hand while this attempt ran); `superseded`: another executor took the job over and is still
  * running it, so this attempt stopped without settling anything.
  */
-export type RunOutcome = 'succeeded' | 'failed' | 'already_finished' | 'superseded';
+export type RunOutcome = 'succeeded' | 'failed' | 'already_finished' | 'superseded' | 'cancelled';
+
+/**
+ * The abort reason of a run stopped by CancelExecution (the executor aborts the run's signal with it when
+ * it hears the cancel): the attempt ends `cancelled`, leaving the record as the control plane wrote it.
+ */
+export class ExecutionCancelledError extends Error {
+  override readonly name = 'ExecutionCancelledError';
+}
 export type ExecuteOutcome = 'ok' | 'code_error' | 'runner_error';
 
 export interface ExecutionObserver {
@@ -74,7 +82,7 @@ export class RetryableRunError extends Error {
 }
 
 const jsonBytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v), 'utf8');
-const isFinal = (r: ExecutionRecord | undefined): boolean => r?.status === 'succeeded' || r?.status === 'failed';
+const isFinal = (r: ExecutionRecord | undefined): boolean => isFinalStatus(r?.status);
 
 /** The record this attempt writes and the KV revision of its last write or read: the fence of the next write. */
 interface Fenced {
@@ -116,6 +124,7 @@ async function fenced<T>(ids: { workflowId: string; executionId: string }, deps:
     return await f();
   } catch (err) {
     if (!(err instanceof RecordMovedOnError)) throw err;
+    if (err.current?.status === 'cancelled') return settleCancelled(ids, deps);
     const finished = isFinal(err.current);
     deps.log.info(
       { workflowId: ids.workflowId, executionId: ids.executionId, status: err.current?.status ?? 'none', attempts: err.current?.attempts },
@@ -131,8 +140,27 @@ async function fenced<T>(ids: { workflowId: string; executionId: string }, deps:
  * Runs (or resumes, or recognises as done) the execution of `job`; `attempt` is the job's delivery count.
  * Resolves once the final record is written and the workspace charged; throws to have the job retried.
  */
-export function runExecution(job: WebhookJob, attempt: number, deps: ExecutionDeps, signal?: AbortSignal): Promise<RunOutcome> {
-  return fenced(job, deps, () => run(job, attempt, deps, signal));
+export async function runExecution(job: WebhookJob, attempt: number, deps: ExecutionDeps, signal?: AbortSignal): Promise<RunOutcome> {
+  try {
+    return await fenced(job, deps, () => run(job, attempt, deps, signal));
+  } catch (err) {
+    // Cancelled while a node ran: its runner call was aborted; the record is the control plane's.
+    if (signal?.aborted && signal.reason instanceof ExecutionCancelledError) return settleCancelled(job, deps);
+    throw err;
+  }
+}
+
+/** Ends an attempt on a cancelled execution: charges what its nodes cost (once). Throws if the record is not cancelled. */
+async function settleCancelled(ids: { workflowId: string; executionId: string }, deps: ExecutionDeps): Promise<RunOutcome> {
+  const { record, revision } = await deps.executions.read(ids.workflowId, ids.executionId);
+  if (record?.status !== 'cancelled') throw new RetryableRunError(`execution ${ids.executionId} was stopped but its record is ${record?.status ?? 'missing'}`);
+  deps.log.info({ workflowId: ids.workflowId, executionId: ids.executionId }, 'the execution was cancelled: this attempt stops');
+  try {
+    await settleCharge({ rec: record, revision }, deps);
+  } catch (err) {
+    if (!(err instanceof RecordMovedOnError)) throw err; // another executor settled it
+  }
+  return 'cancelled';
 }
 
 async function run(job: WebhookJob, attempt: number, deps: ExecutionDeps, signal: AbortSignal | undefined): Promise<RunOutcome> {
@@ -160,6 +188,7 @@ async function run(job: WebhookJob, attempt: number, deps: ExecutionDeps, signal
     throw err;
   }
   if (!workflow) return finish(f, 'failed', `workflow ${job.workflowId} was deleted before the execution ran`, deps);
+  rec.workflowVersion = workflowVersion(workflow);
 
   const share = nodeShareBytes(deps.maxRecordBytes(), jsonBytes(job.trigger), workflow.nodes.length);
   const outputs: Record<string, { output: JsonValue }> = Object.create(null);
@@ -210,6 +239,8 @@ function continuedRecord(job: WebhookJob, existing: ExecutionRecord | undefined,
     costUnits: existing?.costUnits ?? 0,
     charged: false,
     unrecordedOutputs: existing?.unrecordedOutputs ?? [],
+    ...(existing?.workflowVersion === undefined ? {} : { workflowVersion: existing.workflowVersion }),
+    ...(job.replayOf === undefined ? {} : { replayOf: job.replayOf }),
   };
 }
 

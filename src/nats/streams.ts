@@ -36,6 +36,16 @@ export function jobSubject(workflowId: string, executionId?: string): string {
 }
 
 /**
+ * Core NATS subject (not stored) on which a gateway announces a CancelExecution after it wrote the
+ * `cancelled` record: `ldbox.cancel.<executionId>`. Executors subscribe to {@link CANCEL_SUBJECTS} and stop
+ * the run at once; one that misses the message stops at its next record write (the write is fenced).
+ */
+export function cancelSubject(executionId: string): string {
+  return `ldbox.cancel.${executionId}`;
+}
+export const CANCEL_SUBJECTS = 'ldbox.cancel.*';
+
+/**
  * Room for the job envelope (ids, query, headers) on top of the webhook body, in bytes. A form body can
  * grow when turned into JSON, so the gateway should check the encoded job, not only the raw body.
  */

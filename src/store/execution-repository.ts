@@ -4,13 +4,16 @@
  *
  * Key: `<workflowId>.<executionId>` — the key is its own per-workflow index: `keys("<workflowId>.*")`
  * lists one workflow's executions, and since execution ids start with their creation time, sorting the
- * ids descending gives newest first. `keys("*.<executionId>")` finds one execution by id alone.
+ * ids descending gives newest first and a time range is a range of ids, applied before any record is
+ * read. `keys("*.<executionId>")` finds one execution by id alone. Listing across workflows lists every
+ * key (names only, from the stream's subject index): its cost grows with the executions kept, see
+ * {@link ExecutionRepository.list}.
  *
  * Value: {@link ExecutionRecord} as JSON. `nodes` hold the proto JSON form of
  * `ldbox.workflows.v1.NodeExecution` (written by the executor with `toJson`), so the control plane reads
  * them back with `fromJson` and no field is lost in between.
  *
- * Who writes what: nobody writes a `queued` record. The gateway's job in the JOBS stream (subject
+ * Who writes what: nobody writes a `queued` record, except CancelExecution's `cancelled` one. The gateway's job in the JOBS stream (subject
  * `ldbox.jobs.<workflowId>.<executionId>`) is the queued execution until an executor picks it up; the
  * executor writes the record (`running` first) before it acknowledges the job, so at every moment the
  * execution is in the stream, in the bucket, or both (then the record wins). Reads look in the bucket,
@@ -31,13 +34,27 @@ import {
   TriggerSchema,
 } from '../gen/ldbox/workflows/v1/workflows_pb.js';
 import { JOBS_STREAM, jobSubject, KV_BUCKETS } from '../nats/streams.js';
-import { parseWebhookJob } from '../workflows/webhook-job.js';
-import { isExecutionId } from '../workflows/ids.js';
+import { parseWebhookJob, type WebhookJob } from '../workflows/webhook-job.js';
+import { executionIdTime, isExecutionId } from '../workflows/ids.js';
 import { hasProtoKey, type ProtoEncoding, setStructKeepingKeys, valueUnknownField, withStandIns } from '../json/proto-keys.js';
 import { kvKeys, kvLastByPattern } from './kv-index.js';
-import { decodeJson, decodePageToken, encodeJson, encodePageToken, isWrongRevision, StaleRecordError, unavailable } from './store-errors.js';
+import {
+  decodeJson,
+  decodePageToken,
+  encodeJson,
+  encodePageToken,
+  isWrongRevision,
+  StaleRecordError,
+  StoreConflictError,
+  unavailable,
+} from './store-errors.js';
 
-export type ExecutionStatusName = 'queued' | 'running' | 'succeeded' | 'failed';
+export type ExecutionStatusName = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+
+/** The statuses an execution ends in: its record never changes again. */
+export function isFinalStatus(status: ExecutionStatusName | undefined): boolean {
+  return status === 'succeeded' || status === 'failed' || status === 'cancelled';
+}
 
 export interface ExecutionRecord {
   id: string;
@@ -62,6 +79,10 @@ export interface ExecutionRecord {
   charged?: boolean;
   /** Nodes whose output was too large to record (the executor's own bookkeeping, not shown). */
   unrecordedOutputs?: string[];
+  /** The workflow version the executor ran (absent while queued, and in records from before versions). */
+  workflowVersion?: number;
+  /** The execution this one replays (ReplayExecution); absent for a webhook call's. */
+  replayOf?: string;
 }
 
 /** A stored record and the KV revision it was read at (see {@link ExecutionRepository.read}). */
@@ -85,7 +106,14 @@ const STATUS: Record<ExecutionStatusName, ExecutionStatus> = {
   running: ExecutionStatus.RUNNING,
   succeeded: ExecutionStatus.SUCCEEDED,
   failed: ExecutionStatus.FAILED,
+  cancelled: ExecutionStatus.CANCELLED,
 };
+
+/** The proto status as the stored one; undefined for UNSPECIFIED (callers refuse unknown numbers before). */
+export function executionStatusFromProto(s: ExecutionStatus): ExecutionStatusName | undefined {
+  for (const [name, value] of Object.entries(STATUS)) if (value === s) return name as ExecutionStatusName;
+  return undefined;
+}
 
 /**
  * The deepest nesting of a stored value (trigger body/query, node output) that reads show; deeper parts
@@ -184,6 +212,8 @@ export function toProtoExecution(r: ExecutionRecord, encoding: ExecutionEncoding
     ...(finishedAt ? { finishedAt } : {}),
     attempts: Number.isInteger(r.attempts) ? r.attempts : 0,
     costUnits: Number.isSafeInteger(r.costUnits) ? BigInt(r.costUnits) : 0n,
+    workflowVersion: Number.isInteger(r.workflowVersion) && r.workflowVersion! > 0 ? r.workflowVersion! : 0,
+    replayOf: typeof r.replayOf === 'string' ? r.replayOf : '',
   });
 }
 
@@ -242,6 +272,11 @@ export class ExecutionRepository {
 
   /** The queued execution of the job on `ldbox.jobs.<pattern>`, from the JOBS stream. */
   async #queued(pattern: string): Promise<ExecutionRecord | undefined> {
+    return (await this.#queuedJob(pattern))?.record;
+  }
+
+  /** The job on `ldbox.jobs.<pattern>` (its stream sequence and itself) and its queued execution. */
+  async #queuedJob(pattern: string): Promise<{ seq: number; job: WebhookJob; record: ExecutionRecord } | undefined> {
     const m = await this.jsm.streams.getMessage(this.jobsStream, { last_by_subj: jobSubject(pattern) });
     if (!m) return undefined;
     let job;
@@ -250,7 +285,7 @@ export class ExecutionRepository {
     } catch {
       return undefined; // a malformed job is recorded as failed by the executor
     }
-    return {
+    const record: ExecutionRecord = {
       id: job.executionId,
       workflowId: job.workflowId,
       workspace: job.workspace,
@@ -263,7 +298,9 @@ export class ExecutionRepository {
       finishedAt: null,
       attempts: 0,
       costUnits: 0,
+      ...(job.replayOf === undefined ? {} : { replayOf: job.replayOf }),
     };
+    return { seq: m.seq, job, record };
   }
 
   /** One execution of a known workflow: the record, else the queued job, else the record (see get). */
@@ -286,34 +323,187 @@ export class ExecutionRepository {
     return decodeJson<ExecutionRecord>(e.value);
   }
 
-  /** One page of a workflow's executions, newest first; undefined for a page token that is not ours. */
-  async list(workflowId: string, opts: { pageSize: number; pageToken?: string }): Promise<ExecutionPage | undefined> {
+  /**
+   * The ids of the executions that may match `filter` (of its workflow, in its time range), newest first,
+   * each with its workflow: the keys of the bucket plus the subjects of the jobs still queued. Only key
+   * names are read here (the stream's subject index); the time filter needs no record, since an id
+   * starts with its creation time.
+   */
+  async #candidates(filter: ExecutionFilter, before: string | undefined): Promise<Array<{ workflowId: string; id: string }>> {
+    const found = new Map<string, string>();
+    const wf = filter.workflowId ?? '*';
+    try {
+      for (const k of await kvKeys(this.jsm, this.bucket, `${wf}.*`)) {
+        const dot = k.indexOf('.');
+        found.set(k.slice(dot + 1), k.slice(0, dot));
+      }
+      // Queued ones: the jobs still in the stream (their subjects end in the workflow and execution ids).
+      const jobs = await this.jsm.streams.info(this.jobsStream, { subjects_filter: jobSubject(wf, '*') });
+      const jobPrefix = jobSubject('');
+      for (const subject of Object.keys(jobs.state.subjects ?? {})) {
+        const [workflowId, id] = subject.slice(jobPrefix.length).split('.');
+        if (workflowId !== undefined && id !== undefined && !found.has(id)) found.set(id, workflowId);
+      }
+    } catch (err) {
+      throw unavailable('listing executions failed', err);
+    }
+    const after = filter.createdAfter?.getTime();
+    const until = filter.createdBefore?.getTime();
+    const out: Array<{ workflowId: string; id: string }> = [];
+    for (const [id, workflowId] of found) {
+      if (!isExecutionId(id) || (before !== undefined && id >= before)) continue;
+      const at = executionIdTime(id)!.getTime();
+      if ((after !== undefined && at < after) || (until !== undefined && at >= until)) continue;
+      out.push({ workflowId, id });
+    }
+    return out.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  }
+
+  /**
+   * One page of executions matching `filter`, newest first; undefined for a page token that is not ours.
+   *
+   * Cost: every call lists the key names of the bucket (of one workflow when `workflowId` is set, of all
+   * otherwise: one subject name per execution kept, about 60 bytes each, over the retention window) and of
+   * the queued jobs, then reads records newest first until the page is full. With `statuses`, a call
+   * reads at most {@link MAX_RECORD_READS_PER_PAGE} records and may return a short page with a
+   * `nextPageToken` (the last id it examined), so that a sparse status never makes one call read everything.
+   */
+  async list(filter: ExecutionFilter, opts: { pageSize: number; pageToken?: string }): Promise<ExecutionPage | undefined> {
     let before: string | undefined;
     if (opts.pageToken) {
       before = decodePageToken(opts.pageToken, isExecutionId);
       if (before === undefined) return undefined;
     }
-    const found = new Set<string>();
-    const prefix = `${workflowId}.`;
+    const ids = await this.#candidates(filter, before);
+    const statuses = filter.statuses !== undefined && filter.statuses.size > 0 ? filter.statuses : undefined;
+    const records: ExecutionRecord[] = [];
+    let examined = 0;
+    let lastExamined: string | undefined;
     try {
-      for (const k of await kvKeys(this.jsm, this.bucket, `${workflowId}.*`)) found.add(k.slice(prefix.length));
-      // Queued ones: the jobs still in the stream (their subjects end in the execution id).
-      const jobs = await this.jsm.streams.info(this.jobsStream, { subjects_filter: jobSubject(workflowId, '*') });
-      const jobPrefix = jobSubject(workflowId, '');
-      for (const subject of Object.keys(jobs.state.subjects ?? {})) found.add(subject.slice(jobPrefix.length));
-    } catch (err) {
-      throw unavailable('listing executions failed', err);
-    }
-    const ids = [...found].filter((id) => isExecutionId(id) && (before === undefined || id < before));
-    ids.sort((a, b) => (a < b ? 1 : a > b ? -1 : 0));
-    const page = ids.slice(0, opts.pageSize);
-    let records: ExecutionRecord[];
-    try {
-      records = (await Promise.all(page.map((id) => this.#readEither(workflowId, id)))).filter((r): r is ExecutionRecord => r !== undefined);
+      while (examined < ids.length && records.length < opts.pageSize && examined < MAX_RECORD_READS_PER_PAGE) {
+        const want = opts.pageSize - records.length;
+        const batch = ids.slice(examined, examined + Math.min(statuses ? Math.max(want * 2, 32) : want, MAX_RECORD_READS_PER_PAGE - examined));
+        const read = await Promise.all(batch.map((c) => this.#readEither(c.workflowId, c.id)));
+        for (const [j, r] of read.entries()) {
+          examined++;
+          lastExamined = batch[j]!.id;
+          if (r === undefined || (statuses !== undefined && !statuses.has(r.status))) continue;
+          records.push(r);
+          if (records.length === opts.pageSize) break;
+        }
+      }
     } catch (err) {
       throw unavailable('reading executions failed', err);
     }
-    const more = ids.length > page.length;
-    return { executions: records, nextPageToken: more ? encodePageToken(page[page.length - 1]!) : '' };
+    const more = examined < ids.length;
+    return { executions: records, nextPageToken: more && lastExamined !== undefined ? encodePageToken(lastExamined) : '' };
   }
+
+  /**
+   * Every execution matching `filter`, newest first (ReplayExecutions): {@link list} page after page. As
+   * many reads as matching executions; meant for a filtered set, not the whole bucket.
+   */
+  async listAll(filter: ExecutionFilter): Promise<ExecutionRecord[]> {
+    const out: ExecutionRecord[] = [];
+    let pageToken: string | undefined;
+    do {
+      const page = await this.list(filter, { pageSize: MAX_RECORD_READS_PER_PAGE, pageToken });
+      if (!page) break;
+      out.push(...page.executions);
+      pageToken = page.nextPageToken || undefined;
+    } while (pageToken !== undefined);
+    return out;
+  }
+
+  /**
+   * Cancels an execution (CancelExecution): its record becomes `cancelled` with a compare-and-set, so it
+   * never overwrites what an executor wrote meanwhile (a lost race is read again and retried). A queued
+   * execution gets its `cancelled` record first (an executor that picks the job up then finds it final
+   * and only acknowledges it), then its job is removed from the stream. A running one's record is
+   * cancelled here; its executor stops at its next write at the latest (the fence), and at once when it
+   * hears the cancel (src/executor/executor-service.ts). Returns the record and whether this call
+   * cancelled it (`false`: it had already ended), or undefined when there is no such execution.
+   */
+  async cancel(executionId: string, now: Date): Promise<{ record: ExecutionRecord; cancelled: boolean } | undefined> {
+    for (let attempt = 0; attempt < CANCEL_ATTEMPTS; attempt++) {
+      let queued: Awaited<ReturnType<ExecutionRepository['queuedJobOf']>>;
+      let workflowId: string | undefined;
+      try {
+        workflowId = (await kvLastByPattern(this.jsm, this.bucket, `*.${executionId}`))?.key.split('.')[0];
+        queued = workflowId === undefined ? await this.queuedJobOf(executionId) : undefined;
+        workflowId ??= queued?.job.workflowId;
+      } catch (err) {
+        throw unavailable('reading the execution failed', err);
+      }
+      if (workflowId === undefined) {
+        // Neither recorded nor queued, unless an executor recorded it and acked its job in between.
+        if ((await this.get(executionId)) === undefined) return undefined;
+        continue;
+      }
+      const { record, revision } = await this.read(workflowId, executionId);
+      const current = record ?? queued?.record ?? (await this.queuedJobOf(executionId))?.record;
+      if (current === undefined) continue; // the job was acked between the reads: look again
+      if (isFinalStatus(current.status)) return { record: current, cancelled: false };
+      const cancelled = cancelledRecord(current, now);
+      try {
+        await this.write(cancelled, revision);
+      } catch (err) {
+        if (err instanceof StaleRecordError) continue;
+        throw err;
+      }
+      if (record === undefined) await this.#removeJob(executionId);
+      return { record: cancelled, cancelled: true };
+    }
+    throw new StoreConflictError(`execution ${executionId} changed concurrently ${CANCEL_ATTEMPTS} times; try again`);
+  }
+
+  /** The queued job of an execution (its stream sequence, the job, the queued record); undefined when none. */
+  async queuedJobOf(executionId: string): Promise<{ seq: number; job: WebhookJob; record: ExecutionRecord } | undefined> {
+    try {
+      return await this.#queuedJob(`*.${executionId}`);
+    } catch (err) {
+      throw unavailable('reading the queued job failed', err);
+    }
+  }
+
+  /** Removes a cancelled execution's job from the stream; best effort (an executor acks it anyway). */
+  async #removeJob(executionId: string): Promise<void> {
+    try {
+      const q = await this.#queuedJob(`*.${executionId}`);
+      if (q) await this.jsm.streams.deleteMessage(this.jobsStream, q.seq, false);
+    } catch {
+      // Taken by an executor meanwhile, or NATS away: the executor finds the record final and acks the job.
+    }
+  }
+}
+
+/** Most records one {@link ExecutionRepository.list} call reads. */
+export const MAX_RECORD_READS_PER_PAGE = 1000;
+const CANCEL_ATTEMPTS = 10;
+
+/** What ListExecutions and ReplayExecutions select; every field set must hold. */
+export interface ExecutionFilter {
+  workflowId?: string;
+  /** Empty or absent: any status. */
+  statuses?: ReadonlySet<ExecutionStatusName>;
+  /** Created at or after. */
+  createdAfter?: Date;
+  /** Created before. */
+  createdBefore?: Date;
+}
+
+/** The message of a cancelled execution's `error`. */
+export const CANCELLED_MESSAGE = 'cancelled with CancelExecution';
+
+/**
+ * `r` as cancelled at `now`: a node still running is cancelled too. The cost of the nodes that ran stays
+ * and is charged by the executor that ran them (`charged` false when there is any).
+ */
+export function cancelledRecord(r: ExecutionRecord, now: Date): ExecutionRecord {
+  const at = now.toISOString();
+  const nodes = r.nodes.map((n) => {
+    if (typeof n !== 'object' || n === null || Array.isArray(n) || n.status !== 'EXECUTION_STATUS_RUNNING') return n;
+    return { ...n, status: 'EXECUTION_STATUS_CANCELLED', finishedAt: at };
+  });
+  return { ...r, status: 'cancelled', nodes, error: CANCELLED_MESSAGE, finishedAt: at, charged: r.costUnits === 0 };
 }

@@ -23,6 +23,8 @@ export interface WebhookJob {
    * (the executor waits for it with the job's `Ldbox-Not-Before` header, src/nats/job-consumer.ts).
    */
   notBefore?: string;
+  /** Set on the job of a ReplayExecution: the id of the execution replayed (recorded as `replayOf`). */
+  replayOf?: string;
 }
 
 /** A job that cannot be read; `ids` holds what could be read of it, for recording the failure. */
@@ -61,5 +63,6 @@ export function parseWebhookJob(data: Uint8Array): WebhookJob {
   if (typeof raw.receivedAt !== 'string' || Number.isNaN(Date.parse(raw.receivedAt))) fail('receivedAt is not a time');
   const trigger = raw.trigger;
   if (!isObject(trigger) || !isObject(trigger.body) || !isObject(trigger.query)) fail('trigger.body and trigger.query must be objects');
+  if (raw.replayOf !== undefined && (typeof raw.replayOf !== 'string' || !isExecutionId(raw.replayOf))) fail('replayOf is not an execution id');
   return raw as unknown as WebhookJob;
 }

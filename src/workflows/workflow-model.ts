@@ -15,6 +15,7 @@ import {
   OverRate,
   type CreateWorkflowRequest,
   type Node,
+  type UpdateWorkflowRequest,
   NodeSchema,
   type Webhook,
   WebhookSchema,
@@ -23,7 +24,8 @@ import {
 } from '../gen/ldbox/workflows/v1/workflows_pb.js';
 import { type ProtoEncoding, setStructKeepingKeys } from '../json/proto-keys.js';
 import { isExecutionId, isWorkflowId, newWebhookId, newWorkflowId } from './ids.js';
-import { formatPath, validateTemplates } from './template.js';
+import { codeSyntaxError } from './code-syntax.js';
+import { formatPath, type TemplateError, validateTemplates } from './template.js';
 import { WorkflowValidationError } from './validation-error.js';
 import {
   createWebhookAuth,
@@ -94,6 +96,15 @@ export interface WorkflowRecord {
   overRate?: 'throttle';
   /** ISO-8601. */
   createdAt: string;
+  /** 1 at creation, incremented by each UpdateWorkflow; absent in records from before versions (read as 1). */
+  version?: number;
+  /** ISO-8601 of the last UpdateWorkflow; absent until the first. */
+  updatedAt?: string;
+}
+
+/** A record's version (records from before versions are version 1). */
+export function workflowVersion(record: Pick<WorkflowRecord, 'version'>): number {
+  return Number.isSafeInteger(record.version) && record.version! > 0 ? record.version! : 1;
 }
 
 /** A checked CreateWorkflow request, before it gets ids and a secret. */
@@ -219,6 +230,13 @@ function checkNode(node: Node, at: string, earlierIds: readonly string[], seen: 
   if (codeBytes > limits.maxCodeBytes) {
     throw invalid(`${at}.code`, `${at}.code is ${codeBytes} bytes, over the limit of ${limits.maxCodeBytes} bytes`);
   }
+  const syntax = codeSyntaxError(node.code);
+  if (syntax !== undefined) {
+    throw invalid(
+      `${at}.code`,
+      `${at}.code: node ${JSON.stringify(node.id)} does not parse: ${syntax.message} at line ${syntax.line}, column ${syntax.column}`,
+    );
+  }
 
   const timeoutMs = node.limits?.timeoutMs ?? 0;
   if (timeoutMs > limits.maxTimeoutMs) {
@@ -247,9 +265,69 @@ function checkNode(node: Node, at: string, earlierIds: readonly string[], seen: 
   }
   const [templateError] = validateTemplates(input, { earlierNodeIds: earlierIds, field: `${at}.input` });
   if (templateError !== undefined) {
-    throw new WorkflowValidationError(templateError.field, `${templateError.field}: ${templateError.message}`, { cause: templateError });
+    const where = templatePosition(input, `${at}.input`, templateError);
+    const suffix = ` (node ${JSON.stringify(node.id)}${where === undefined ? '' : `, line ${where.line}, column ${where.column} of the value`})`;
+    throw new WorkflowValidationError(templateError.field, `${templateError.field}: ${templateError.message}${suffix}`, { cause: templateError });
   }
   return { id: node.id, code: node.code, input, auth, limits: { timeoutMs, memoryBytes: Number(memory) } };
+}
+
+/**
+ * Where the template of `err` starts in its string value (found by the error's field path), as a 1-based
+ * line and column of that string; undefined when it cannot be told (a value with the template twice is
+ * given its first).
+ */
+function templatePosition(input: JsonObject, prefix: string, err: TemplateError): { line: number; column: number } | undefined {
+  const where: (string | number)[] = [];
+  let value: string | undefined;
+  const visit = (v: JsonValue): boolean => {
+    if (typeof v === 'string') {
+      if (formatPath(where, prefix) !== err.field) return false;
+      value = v;
+      return true;
+    }
+    const entries: [string | number, JsonValue][] =
+      v === null || typeof v !== 'object' ? [] : Array.isArray(v) ? v.map((item, n) => [n, item]) : Object.keys(v).map((k) => [k, v[k] as JsonValue]);
+    for (const [key, item] of entries) {
+      where.push(key);
+      const hit = visit(item);
+      where.pop();
+      if (hit) return true;
+    }
+    return false;
+  };
+  visit(input);
+  const template = err.template.endsWith('…') ? err.template.slice(0, -1) : err.template;
+  const index = value === undefined || template === '' ? -1 : value.indexOf(template);
+  if (index === -1) return undefined;
+  const before = value!.slice(0, index).split('\n');
+  return { line: before.length, column: before[before.length - 1]!.length + 1 };
+}
+
+/** Checks a workflow's name; `field` names it in messages. Returns it trimmed. */
+function checkName(raw: string, field: string, limits: WorkflowLimits): string {
+  const name = raw.trim();
+  if (name === '') throw invalid(field, `${field} is required`);
+  const nameChars = [...name].length;
+  if (nameChars > limits.maxNameChars) throw invalid(field, `${field} must be at most ${limits.maxNameChars} characters, got ${nameChars}`);
+  if (CONTROL.test(name)) throw invalid(field, `${field} must not contain control characters`);
+  return name;
+}
+
+/** Checks a workflow's nodes in order; `field` names the list in messages (`nodes`, `workflow.nodes`). */
+function checkNodes(raw: readonly Node[], field: string, limits: WorkflowLimits): NodeRecord[] {
+  if (raw.length === 0) throw invalid(field, `${field} must hold at least one node`);
+  if (raw.length > limits.maxNodes) {
+    throw invalid(field, `${field} holds ${raw.length} nodes, over the limit of ${limits.maxNodes}`);
+  }
+  const seen = new Map<string, number>();
+  const ids: string[] = [];
+  return raw.map((node, i) => {
+    const record = checkNode(node, `${field}[${i}]`, ids, seen, limits);
+    seen.set(node.id, i);
+    ids.push(node.id);
+    return record;
+  });
 }
 
 /**
@@ -259,26 +337,9 @@ function checkNode(node: Node, at: string, earlierIds: readonly string[], seen: 
  * `nodes[1].input.text: {{nodes.b.output}}: node "b" does not run before this node`, ...
  */
 export function validateCreateWorkflow(req: CreateWorkflowRequest, limits: WorkflowLimits = DEFAULT_WORKFLOW_LIMITS): WorkflowDraft {
-  const name = req.name.trim();
-  if (name === '') throw invalid('name', 'name is required');
-  const nameChars = [...name].length;
-  if (nameChars > limits.maxNameChars) throw invalid('name', `name must be at most ${limits.maxNameChars} characters, got ${nameChars}`);
-  if (CONTROL.test(name)) throw invalid('name', 'name must not contain control characters');
-
+  const name = checkName(req.name, 'name', limits);
   checkWorkspaceName(req.workspace);
-
-  if (req.nodes.length === 0) throw invalid('nodes', 'nodes must hold at least one node');
-  if (req.nodes.length > limits.maxNodes) {
-    throw invalid('nodes', `nodes holds ${req.nodes.length} nodes, over the limit of ${limits.maxNodes}`);
-  }
-  const seen = new Map<string, number>();
-  const ids: string[] = [];
-  const nodes = req.nodes.map((node, i) => {
-    const record = checkNode(node, `nodes[${i}]`, ids, seen, limits);
-    seen.set(node.id, i);
-    ids.push(node.id);
-    return record;
-  });
+  const nodes = checkNodes(req.nodes, 'nodes', limits);
 
   const authMethod = authMethodFromProto(req.webhook?.authMethod ?? AuthMethod.UNSPECIFIED, 'webhook.authMethod');
 
@@ -288,6 +349,54 @@ export function validateCreateWorkflow(req: CreateWorkflowRequest, limits: Workf
   const draft: WorkflowDraft = { name, workspace: req.workspace, nodes, authMethod, rateLimitPerSecond: req.rateLimitPerSecond };
   if (overRateFromProto(req.overRate) === 'throttle') draft.overRate = 'throttle';
   return draft;
+}
+
+/** A checked UpdateWorkflow request. */
+export interface WorkflowUpdate {
+  id: string;
+  name: string;
+  nodes: NodeRecord[];
+  /** The version the caller read; 0 = no check. */
+  expectedVersion: number;
+  /** The workspace the caller named; empty = not named. */
+  workspace: string;
+}
+
+/**
+ * Checks an UpdateWorkflow request: `workflow.id`, then name and nodes as CreateWorkflow checks them, the
+ * field names prefixed with `workflow.` (`workflow.nodes[1].code: node "send" does not parse: …`).
+ */
+export function validateUpdateWorkflow(req: UpdateWorkflowRequest, limits: WorkflowLimits = DEFAULT_WORKFLOW_LIMITS): WorkflowUpdate {
+  const w = req.workflow;
+  if (w === undefined) throw invalid('workflow', 'workflow is required');
+  checkWorkflowId(w.id, 'workflow.id');
+  const name = checkName(w.name, 'workflow.name', limits);
+  if (w.workspace !== '') checkWorkspaceName(w.workspace, 'workflow.workspace');
+  const nodes = checkNodes(w.nodes, 'workflow.nodes', limits);
+  return { id: w.id, name, nodes, expectedVersion: w.version, workspace: w.workspace };
+}
+
+/** Why `update` cannot be applied to `record` (a version or workspace that does not match), or undefined. */
+export function workflowUpdateConflict(record: WorkflowRecord, update: WorkflowUpdate): { field: string; message: string } | undefined {
+  if (update.workspace !== '' && update.workspace !== record.workspace) {
+    return {
+      field: 'workflow.workspace',
+      message: `workflow.workspace cannot be changed (the workflow is in ${JSON.stringify(record.workspace)}): leave it empty or create the workflow anew`,
+    };
+  }
+  const version = workflowVersion(record);
+  if (update.expectedVersion !== 0 && update.expectedVersion !== version) {
+    return {
+      field: 'workflow.version',
+      message: `workflow ${record.id} is at version ${version}, not ${update.expectedVersion}: it was updated meanwhile; read it again`,
+    };
+  }
+  return undefined;
+}
+
+/** `record` with the update's name and nodes, the next version and `updatedAt`; the webhook and the rest kept. */
+export function applyWorkflowUpdate(record: WorkflowRecord, update: WorkflowUpdate, now: Date): WorkflowRecord {
+  return { ...record, name: update.name, nodes: update.nodes, version: workflowVersion(record) + 1, updatedAt: now.toISOString() };
 }
 
 /** `overRate` of a request: `refuse` for UNSPECIFIED and REFUSE; an unknown number is INVALID_ARGUMENT naming the field. */
@@ -324,6 +433,7 @@ export function createWorkflowRecord(
       rateLimitPerSecond: draft.rateLimitPerSecond,
       ...(draft.overRate ? { overRate: draft.overRate } : {}),
       createdAt: options.now.toISOString(),
+      version: 1,
     },
     secret: auth.secret,
   };
@@ -417,6 +527,8 @@ export function toProtoWorkflow(record: WorkflowRecord, options: ToProtoOptions)
     rateLimitPerSecond: record.rateLimitPerSecond,
     overRate: record.overRate === 'throttle' ? OverRate.THROTTLE : OverRate.UNSPECIFIED,
     createdAt: timestampFromDate(new Date(record.createdAt)),
+    version: workflowVersion(record),
+    updatedAt: timestampFromDate(new Date(record.updatedAt ?? record.createdAt)),
     unreadable: options.unreadable ?? '',
   });
 }

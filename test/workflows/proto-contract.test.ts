@@ -10,10 +10,16 @@ import { ErrorKind, LogLevel } from '../../src/gen/ldbox/runner/v1/runner_pb.js'
 import {
   AuthMethod,
   AuthMethodSchema,
+  CancelExecutionRequestSchema,
   ExecutionSchema,
   ExecutionStatus,
   ExecutionStatusSchema,
+  ListExecutionsRequestSchema,
   NodeErrorKind,
+  ReplayExecutionRequestSchema,
+  ReplayExecutionsRequestSchema,
+  ReplayExecutionsResponseSchema,
+  UpdateWorkflowRequestSchema,
   WorkflowSchema,
   WorkflowService,
   WorkspaceService,
@@ -23,7 +29,20 @@ t.test('WorkflowService has exactly the RPCs of DESIGN.md', async (t) => {
   t.equal(WorkflowService.typeName, 'ldbox.workflows.v1.WorkflowService');
   t.same(
     WorkflowService.methods.map((m) => m.name),
-    ['CreateWorkflow', 'GetWorkflow', 'ListWorkflows', 'DeleteWorkflow', 'SetWebhookAuthMethod', 'RotateWebhookSecret', 'GetExecution', 'ListExecutions'],
+    [
+      'CreateWorkflow',
+      'GetWorkflow',
+      'ListWorkflows',
+      'DeleteWorkflow',
+      'SetWebhookAuthMethod',
+      'RotateWebhookSecret',
+      'GetExecution',
+      'ListExecutions',
+      'UpdateWorkflow',
+      'ReplayExecution',
+      'ReplayExecutions',
+      'CancelExecution',
+    ],
   );
   t.ok(
     WorkflowService.methods.every((m) => m.methodKind === 'unary'),
@@ -44,7 +63,14 @@ t.test('enum value names', async (t) => {
   );
   t.same(
     ExecutionStatusSchema.values.map((v) => v.name),
-    ['EXECUTION_STATUS_UNSPECIFIED', 'EXECUTION_STATUS_QUEUED', 'EXECUTION_STATUS_RUNNING', 'EXECUTION_STATUS_SUCCEEDED', 'EXECUTION_STATUS_FAILED'],
+    [
+      'EXECUTION_STATUS_UNSPECIFIED',
+      'EXECUTION_STATUS_QUEUED',
+      'EXECUTION_STATUS_RUNNING',
+      'EXECUTION_STATUS_SUCCEEDED',
+      'EXECUTION_STATUS_FAILED',
+      'EXECUTION_STATUS_CANCELLED',
+    ],
   );
 });
 
@@ -109,4 +135,26 @@ t.test('Execution in JSON: id, workflowId, status, trigger{body, query}, nodes[{
   t.equal(e.nodes[0]?.logs[0]?.level, LogLevel.INFO);
   t.same(toJson(ValueSchema, e.nodes[0]!.output!), [1, 'two', null], 'output is a google.protobuf.Value');
   t.same(toJson(ExecutionSchema, e), json, 'round trip with the same names');
+});
+
+t.test('workflows over time in JSON: version, workflowVersion, replayOf, the ListExecutions filters, count', async (t) => {
+  const e = fromJson(ExecutionSchema, { id: 'ex_x', workflowVersion: 3, replayOf: 'ex_y', status: 'EXECUTION_STATUS_CANCELLED' });
+  t.equal(e.workflowVersion, 3);
+  t.equal(e.replayOf, 'ex_y');
+  t.equal(e.status, ExecutionStatus.CANCELLED);
+  t.equal(fromJson(WorkflowSchema, { version: 2 }).version, 2);
+  const list = fromJson(ListExecutionsRequestSchema, {
+    workflowId: 'wf_x',
+    statuses: ['EXECUTION_STATUS_FAILED'],
+    createdAfter: '2026-01-01T00:00:00Z',
+    createdBefore: '2026-01-02T00:00:00Z',
+  });
+  t.same(list.statuses, [ExecutionStatus.FAILED]);
+  t.equal(list.createdAfter?.seconds, 1767225600n);
+  const replay = fromJson(ReplayExecutionsRequestSchema, { statuses: ['EXECUTION_STATUS_FAILED'], createdAfter: '2026-01-01T00:00:00Z' });
+  t.same(replay.statuses, [ExecutionStatus.FAILED]);
+  t.same(toJson(ReplayExecutionsResponseSchema, create(ReplayExecutionsResponseSchema, { count: 2 })), { count: 2 });
+  t.equal(fromJson(UpdateWorkflowRequestSchema, { workflow: { id: 'wf_x', name: 'n' } }).workflow?.id, 'wf_x');
+  t.equal(fromJson(ReplayExecutionRequestSchema, { id: 'ex_x' }).id, 'ex_x');
+  t.equal(fromJson(CancelExecutionRequestSchema, { id: 'ex_x' }).id, 'ex_x');
 });

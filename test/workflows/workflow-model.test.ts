@@ -329,31 +329,31 @@ t.test('nodes: templates are checked, naming the node and the field', async (t) 
     t,
     edited((r) => (r.nodes[0]!['input'] = { a: { b: ['ok', '{{trigger.output.body.x'] } })),
     'nodes[0].input.a.b[1]',
-    'nodes[0].input.a.b[1]: {{trigger.output.body.x: unclosed template: "}}" is missing',
+    'nodes[0].input.a.b[1]: {{trigger.output.body.x: unclosed template: "}}" is missing (node "fetch", line 1, column 1 of the value)',
   );
   refused(
     t,
     edited((r) => (r.nodes[0]!['input'] = { to: '{{secrets.key}}' })),
     'nodes[0].input.to',
-    'nodes[0].input.to: {{secrets.key}}: unknown root "secrets": a template starts with trigger.output or nodes.<node id>.output',
+    'nodes[0].input.to: {{secrets.key}}: unknown root "secrets": a template starts with trigger.output or nodes.<node id>.output (node "fetch", line 1, column 1 of the value)',
   );
   refused(
     t,
     edited((r) => (r.nodes[0]!['input'] = { me: '{{nodes.fetch.output}}' })),
     'nodes[0].input.me',
-    'nodes[0].input.me: {{nodes.fetch.output}}: node "fetch" does not run before this node',
+    'nodes[0].input.me: {{nodes.fetch.output}}: node "fetch" does not run before this node (node "fetch", line 1, column 1 of the value)',
   );
   refused(
     t,
-    edited((r) => (r.nodes[0]!['input'] = { later: 'x {{nodes.send.output.n}}' })),
+    edited((r) => (r.nodes[0]!['input'] = { later: 'x\n  y {{nodes.send.output.n}}' })),
     'nodes[0].input.later',
-    'nodes[0].input.later: {{nodes.send.output.n}}: node "send" does not run before this node',
+    'nodes[0].input.later: {{nodes.send.output.n}}: node "send" does not run before this node (node "fetch", line 2, column 5 of the value)',
   );
   refused(
     t,
     edited((r) => (r.nodes[1]!['input'] = { ghost: '{{nodes.ghost.output}}' })),
     'nodes[1].input.ghost',
-    'nodes[1].input.ghost: {{nodes.ghost.output}}: node "ghost" does not run before this node',
+    'nodes[1].input.ghost: {{nodes.ghost.output}}: node "ghost" does not run before this node (node "send", line 1, column 1 of the value)',
   );
   const err = refusal(
     t,
@@ -490,6 +490,8 @@ t.test('a record as the proto message, in Connect JSON', async (t) => {
     },
     rateLimitPerSecond: 10,
     createdAt: '2025-03-01T12:00:00Z',
+    version: 1,
+    updatedAt: '2025-03-01T12:00:00Z',
   });
   const read = toJson(WorkflowSchema, toProtoWorkflow(record, { baseUrl: BASE, now: NOW }));
   t.equal((read as { webhook: { secret?: string } }).webhook.secret, undefined, 'no secret when reading');

@@ -22,7 +22,9 @@
 // a template inside other text is interpolated (strings as they are, other values as JSON). A backslash
 // makes `{{` literal: `\{{` renders `{{` (in JSON, write `"\\{{"`). A path that does not exist fails the
 // node with an error naming the template and the missing field. Templates are checked when the workflow
-// is created: bad syntax, an unknown root or a node that does not run earlier is INVALID_ARGUMENT.
+// is created or updated: bad syntax, an unknown root or a node that does not run earlier is INVALID_ARGUMENT
+// naming the field, the node and the line and column of the template in its string. So is node code
+// that does not parse (with the line and column in the code).
 // `auth` values and object keys are never templates.
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
@@ -37,7 +39,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ldbox/workflows/v1/workflows.proto.
  */
 export const file_ldbox_workflows_v1_workflows: GenFile = /*@__PURE__*/
-  fileDesc("CiJsZGJveC93b3JrZmxvd3MvdjEvd29ya2Zsb3dzLnByb3RvEhJsZGJveC53b3JrZmxvd3MudjEimAEKBE5vZGUSCgoCaWQYASABKAkSDAoEY29kZRgCIAEoCRImCgVpbnB1dBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJQoEYXV0aBgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJwoGbGltaXRzGAUgASgLMhcubGRib3gucnVubmVyLnYxLkxpbWl0cyLVAQoHV2ViaG9vaxISCgp3ZWJob29rX2lkGAEgASgJEgsKA3VybBgCIAEoCRIzCgthdXRoX21ldGhvZBgDIAEoDjIeLmxkYm94LndvcmtmbG93cy52MS5BdXRoTWV0aG9kEg4KBnNlY3JldBgEIAEoCRIQCgh3YXJuaW5ncxgFIAMoCRISCgpoYXNfc2VjcmV0GAYgASgIEj4KGnByZXZpb3VzX3NlY3JldF9leHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKiAgoIV29ya2Zsb3cSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCgl3b3Jrc3BhY2UYAyABKAkSJwoFbm9kZXMYBCADKAsyGC5sZGJveC53b3JrZmxvd3MudjEuTm9kZRIsCgd3ZWJob29rGAUgASgLMhsubGRib3gud29ya2Zsb3dzLnYxLldlYmhvb2sSHQoVcmF0ZV9saW1pdF9wZXJfc2Vjb25kGAYgASgNEi8KCW92ZXJfcmF0ZRgJIAEoDjIcLmxkYm94LndvcmtmbG93cy52MS5PdmVyUmF0ZRIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgp1bnJlYWRhYmxlGAggASgJIlgKB1RyaWdnZXISJQoEYm9keRgBIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJgoFcXVlcnkYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IoIBCglOb2RlRXJyb3ISLwoEa2luZBgBIAEoDjIhLmxkYm94LndvcmtmbG93cy52MS5Ob2RlRXJyb3JLaW5kEg8KB21lc3NhZ2UYAiABKAkSMwoKY29kZV9lcnJvchgDIAEoCzIfLmxkYm94LnJ1bm5lci52MS5FeGVjdXRpb25FcnJvciKwAgoNTm9kZUV4ZWN1dGlvbhIKCgJpZBgBIAEoCRIzCgZzdGF0dXMYAiABKA4yIy5sZGJveC53b3JrZmxvd3MudjEuRXhlY3V0aW9uU3RhdHVzEiYKBm91dHB1dBgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRInCgRsb2dzGAQgAygLMhkubGRib3gucnVubmVyLnYxLkxvZ0VudHJ5EiwKBWVycm9yGAUgASgLMh0ubGRib3gud29ya2Zsb3dzLnYxLk5vZGVFcnJvchIuCgpzdGFydGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAihwMKCUV4ZWN1dGlvbhIKCgJpZBgBIAEoCRITCgt3b3JrZmxvd19pZBgCIAEoCRIzCgZzdGF0dXMYAyABKA4yIy5sZGJveC53b3JrZmxvd3MudjEuRXhlY3V0aW9uU3RhdHVzEiwKB3RyaWdnZXIYBCABKAsyGy5sZGJveC53b3JrZmxvd3MudjEuVHJpZ2dlchIwCgVub2RlcxgFIAMoCzIhLmxkYm94LndvcmtmbG93cy52MS5Ob2RlRXhlY3V0aW9uEg0KBWVycm9yGAYgASgJEi4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnN0YXJ0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghhdHRlbXB0cxgKIAEoDRISCgpjb3N0X3VuaXRzGAsgASgEIn4KCVdvcmtzcGFjZRIMCgRuYW1lGAEgASgJEhwKFG1vbnRobHlfYnVkZ2V0X3VuaXRzGAIgASgEEhMKC3NwZW50X3VuaXRzGAMgASgEEjAKDHBlcmlvZF9zdGFydBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi3wEKFUNyZWF0ZVdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEhEKCXdvcmtzcGFjZRgCIAEoCRInCgVub2RlcxgDIAMoCzIYLmxkYm94LndvcmtmbG93cy52MS5Ob2RlEiwKB3dlYmhvb2sYBCABKAsyGy5sZGJveC53b3JrZmxvd3MudjEuV2ViaG9vaxIdChVyYXRlX2xpbWl0X3Blcl9zZWNvbmQYBSABKA0SLwoJb3Zlcl9yYXRlGAYgASgOMhwubGRib3gud29ya2Zsb3dzLnYxLk92ZXJSYXRlIkgKFkNyZWF0ZVdvcmtmbG93UmVzcG9uc2USLgoId29ya2Zsb3cYASABKAsyHC5sZGJveC53b3JrZmxvd3MudjEuV29ya2Zsb3ciIAoSR2V0V29ya2Zsb3dSZXF1ZXN0EgoKAmlkGAEgASgJIkUKE0dldFdvcmtmbG93UmVzcG9uc2USLgoId29ya2Zsb3cYASABKAsyHC5sZGJveC53b3JrZmxvd3MudjEuV29ya2Zsb3ciUAoUTGlzdFdvcmtmbG93c1JlcXVlc3QSEQoJd29ya3NwYWNlGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJImEKFUxpc3RXb3JrZmxvd3NSZXNwb25zZRIvCgl3b3JrZmxvd3MYASADKAsyHC5sZGJveC53b3JrZmxvd3MudjEuV29ya2Zsb3cSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiMKFURlbGV0ZVdvcmtmbG93UmVxdWVzdBIKCgJpZBgBIAEoCSIYChZEZWxldGVXb3JrZmxvd1Jlc3BvbnNlImcKG1NldFdlYmhvb2tBdXRoTWV0aG9kUmVxdWVzdBITCgt3b3JrZmxvd19pZBgBIAEoCRIzCgthdXRoX21ldGhvZBgCIAEoDjIeLmxkYm94LndvcmtmbG93cy52MS5BdXRoTWV0aG9kIkwKHFNldFdlYmhvb2tBdXRoTWV0aG9kUmVzcG9uc2USLAoHd2ViaG9vaxgBIAEoCzIbLmxkYm94LndvcmtmbG93cy52MS5XZWJob29rImIKGlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEi8KDGdyYWNlX3BlcmlvZBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJLChtSb3RhdGVXZWJob29rU2VjcmV0UmVzcG9uc2USLAoHd2ViaG9vaxgBIAEoCzIbLmxkYm94LndvcmtmbG93cy52MS5XZWJob29rIiEKE0dldEV4ZWN1dGlvblJlcXVlc3QSCgoCaWQYASABKAkiSAoUR2V0RXhlY3V0aW9uUmVzcG9uc2USMAoJZXhlY3V0aW9uGAEgASgLMh0ubGRib3gud29ya2Zsb3dzLnYxLkV4ZWN1dGlvbiJTChVMaXN0RXhlY3V0aW9uc1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgNEhIKCnBhZ2VfdG9rZW4YAyABKAkiZAoWTGlzdEV4ZWN1dGlvbnNSZXNwb25zZRIxCgpleGVjdXRpb25zGAEgAygLMh0ubGRib3gud29ya2Zsb3dzLnYxLkV4ZWN1dGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIwoTR2V0V29ya3NwYWNlUmVxdWVzdBIMCgRuYW1lGAEgASgJIkgKFEdldFdvcmtzcGFjZVJlc3BvbnNlEjAKCXdvcmtzcGFjZRgBIAEoCzIdLmxkYm94LndvcmtmbG93cy52MS5Xb3Jrc3BhY2UiRwoZU2V0V29ya3NwYWNlQnVkZ2V0UmVxdWVzdBIMCgRuYW1lGAEgASgJEhwKFG1vbnRobHlfYnVkZ2V0X3VuaXRzGAIgASgEIk4KGlNldFdvcmtzcGFjZUJ1ZGdldFJlc3BvbnNlEjAKCXdvcmtzcGFjZRgBIAEoCzIdLmxkYm94LndvcmtmbG93cy52MS5Xb3Jrc3BhY2UqeAoKQXV0aE1ldGhvZBIbChdBVVRIX01FVEhPRF9VTlNQRUNJRklFRBAAEhQKEEFVVEhfTUVUSE9EX05PTkUQARIWChJBVVRIX01FVEhPRF9IRUFERVIQAhIfChtBVVRIX01FVEhPRF9RVUVSWV9QQVJBTUVURVIQAypTCghPdmVyUmF0ZRIZChVPVkVSX1JBVEVfVU5TUEVDSUZJRUQQABIUChBPVkVSX1JBVEVfUkVGVVNFEAESFgoST1ZFUl9SQVRFX1RIUk9UVExFEAIqqwEKD0V4ZWN1dGlvblN0YXR1cxIgChxFWEVDVVRJT05fU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXRVhFQ1VUSU9OX1NUQVRVU19RVUVVRUQQARIcChhFWEVDVVRJT05fU1RBVFVTX1JVTk5JTkcQAhIeChpFWEVDVVRJT05fU1RBVFVTX1NVQ0NFRURFRBADEhsKF0VYRUNVVElPTl9TVEFUVVNfRkFJTEVEEAQqhAEKDU5vZGVFcnJvcktpbmQSHwobTk9ERV9FUlJPUl9LSU5EX1VOU1BFQ0lGSUVEEAASHAoYTk9ERV9FUlJPUl9LSU5EX1RFTVBMQVRFEAESGAoUTk9ERV9FUlJPUl9LSU5EX0NPREUQAhIaChZOT0RFX0VSUk9SX0tJTkRfUlVOTkVSEAMy6AYKD1dvcmtmbG93U2VydmljZRJnCg5DcmVhdGVXb3JrZmxvdxIpLmxkYm94LndvcmtmbG93cy52MS5DcmVhdGVXb3JrZmxvd1JlcXVlc3QaKi5sZGJveC53b3JrZmxvd3MudjEuQ3JlYXRlV29ya2Zsb3dSZXNwb25zZRJeCgtHZXRXb3JrZmxvdxImLmxkYm94LndvcmtmbG93cy52MS5HZXRXb3JrZmxvd1JlcXVlc3QaJy5sZGJveC53b3JrZmxvd3MudjEuR2V0V29ya2Zsb3dSZXNwb25zZRJkCg1MaXN0V29ya2Zsb3dzEigubGRib3gud29ya2Zsb3dzLnYxLkxpc3RXb3JrZmxvd3NSZXF1ZXN0GikubGRib3gud29ya2Zsb3dzLnYxLkxpc3RXb3JrZmxvd3NSZXNwb25zZRJnCg5EZWxldGVXb3JrZmxvdxIpLmxkYm94LndvcmtmbG93cy52MS5EZWxldGVXb3JrZmxvd1JlcXVlc3QaKi5sZGJveC53b3JrZmxvd3MudjEuRGVsZXRlV29ya2Zsb3dSZXNwb25zZRJ5ChRTZXRXZWJob29rQXV0aE1ldGhvZBIvLmxkYm94LndvcmtmbG93cy52MS5TZXRXZWJob29rQXV0aE1ldGhvZFJlcXVlc3QaMC5sZGJveC53b3JrZmxvd3MudjEuU2V0V2ViaG9va0F1dGhNZXRob2RSZXNwb25zZRJ2ChNSb3RhdGVXZWJob29rU2VjcmV0Ei4ubGRib3gud29ya2Zsb3dzLnYxLlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXF1ZXN0Gi8ubGRib3gud29ya2Zsb3dzLnYxLlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXNwb25zZRJhCgxHZXRFeGVjdXRpb24SJy5sZGJveC53b3JrZmxvd3MudjEuR2V0RXhlY3V0aW9uUmVxdWVzdBooLmxkYm94LndvcmtmbG93cy52MS5HZXRFeGVjdXRpb25SZXNwb25zZRJnCg5MaXN0RXhlY3V0aW9ucxIpLmxkYm94LndvcmtmbG93cy52MS5MaXN0RXhlY3V0aW9uc1JlcXVlc3QaKi5sZGJveC53b3JrZmxvd3MudjEuTGlzdEV4ZWN1dGlvbnNSZXNwb25zZTLqAQoQV29ya3NwYWNlU2VydmljZRJhCgxHZXRXb3Jrc3BhY2USJy5sZGJveC53b3JrZmxvd3MudjEuR2V0V29ya3NwYWNlUmVxdWVzdBooLmxkYm94LndvcmtmbG93cy52MS5HZXRXb3Jrc3BhY2VSZXNwb25zZRJzChJTZXRXb3Jrc3BhY2VCdWRnZXQSLS5sZGJveC53b3JrZmxvd3MudjEuU2V0V29ya3NwYWNlQnVkZ2V0UmVxdWVzdBouLmxkYm94LndvcmtmbG93cy52MS5TZXRXb3Jrc3BhY2VCdWRnZXRSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp, file_ldbox_runner_v1_runner]);
+  fileDesc("CiJsZGJveC93b3JrZmxvd3MvdjEvd29ya2Zsb3dzLnByb3RvEhJsZGJveC53b3JrZmxvd3MudjEimAEKBE5vZGUSCgoCaWQYASABKAkSDAoEY29kZRgCIAEoCRImCgVpbnB1dBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJQoEYXV0aBgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJwoGbGltaXRzGAUgASgLMhcubGRib3gucnVubmVyLnYxLkxpbWl0cyLVAQoHV2ViaG9vaxISCgp3ZWJob29rX2lkGAEgASgJEgsKA3VybBgCIAEoCRIzCgthdXRoX21ldGhvZBgDIAEoDjIeLmxkYm94LndvcmtmbG93cy52MS5BdXRoTWV0aG9kEg4KBnNlY3JldBgEIAEoCRIQCgh3YXJuaW5ncxgFIAMoCRISCgpoYXNfc2VjcmV0GAYgASgIEj4KGnByZXZpb3VzX3NlY3JldF9leHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLjAgoIV29ya2Zsb3cSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCgl3b3Jrc3BhY2UYAyABKAkSJwoFbm9kZXMYBCADKAsyGC5sZGJveC53b3JrZmxvd3MudjEuTm9kZRIsCgd3ZWJob29rGAUgASgLMhsubGRib3gud29ya2Zsb3dzLnYxLldlYmhvb2sSHQoVcmF0ZV9saW1pdF9wZXJfc2Vjb25kGAYgASgNEi8KCW92ZXJfcmF0ZRgJIAEoDjIcLmxkYm94LndvcmtmbG93cy52MS5PdmVyUmF0ZRIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgd2ZXJzaW9uGAogASgNEi4KCnVwZGF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCnVucmVhZGFibGUYCCABKAkiWAoHVHJpZ2dlchIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBImCgVxdWVyeRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiggEKCU5vZGVFcnJvchIvCgRraW5kGAEgASgOMiEubGRib3gud29ya2Zsb3dzLnYxLk5vZGVFcnJvcktpbmQSDwoHbWVzc2FnZRgCIAEoCRIzCgpjb2RlX2Vycm9yGAMgASgLMh8ubGRib3gucnVubmVyLnYxLkV4ZWN1dGlvbkVycm9yIrACCg1Ob2RlRXhlY3V0aW9uEgoKAmlkGAEgASgJEjMKBnN0YXR1cxgCIAEoDjIjLmxkYm94LndvcmtmbG93cy52MS5FeGVjdXRpb25TdGF0dXMSJgoGb3V0cHV0GAMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEicKBGxvZ3MYBCADKAsyGS5sZGJveC5ydW5uZXIudjEuTG9nRW50cnkSLAoFZXJyb3IYBSABKAsyHS5sZGJveC53b3JrZmxvd3MudjEuTm9kZUVycm9yEi4KCnN0YXJ0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCK0AwoJRXhlY3V0aW9uEgoKAmlkGAEgASgJEhMKC3dvcmtmbG93X2lkGAIgASgJEjMKBnN0YXR1cxgDIAEoDjIjLmxkYm94LndvcmtmbG93cy52MS5FeGVjdXRpb25TdGF0dXMSLAoHdHJpZ2dlchgEIAEoCzIbLmxkYm94LndvcmtmbG93cy52MS5UcmlnZ2VyEjAKBW5vZGVzGAUgAygLMiEubGRib3gud29ya2Zsb3dzLnYxLk5vZGVFeGVjdXRpb24SDQoFZXJyb3IYBiABKAkSLgoKY3JlYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKc3RhcnRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCGF0dGVtcHRzGAogASgNEhIKCmNvc3RfdW5pdHMYCyABKAQSGAoQd29ya2Zsb3dfdmVyc2lvbhgMIAEoDRIRCglyZXBsYXlfb2YYDSABKAkifgoJV29ya3NwYWNlEgwKBG5hbWUYASABKAkSHAoUbW9udGhseV9idWRnZXRfdW5pdHMYAiABKAQSEwoLc3BlbnRfdW5pdHMYAyABKAQSMAoMcGVyaW9kX3N0YXJ0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLfAQoVQ3JlYXRlV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSEQoJd29ya3NwYWNlGAIgASgJEicKBW5vZGVzGAMgAygLMhgubGRib3gud29ya2Zsb3dzLnYxLk5vZGUSLAoHd2ViaG9vaxgEIAEoCzIbLmxkYm94LndvcmtmbG93cy52MS5XZWJob29rEh0KFXJhdGVfbGltaXRfcGVyX3NlY29uZBgFIAEoDRIvCglvdmVyX3JhdGUYBiABKA4yHC5sZGJveC53b3JrZmxvd3MudjEuT3ZlclJhdGUiSAoWQ3JlYXRlV29ya2Zsb3dSZXNwb25zZRIuCgh3b3JrZmxvdxgBIAEoCzIcLmxkYm94LndvcmtmbG93cy52MS5Xb3JrZmxvdyIgChJHZXRXb3JrZmxvd1JlcXVlc3QSCgoCaWQYASABKAkiRQoTR2V0V29ya2Zsb3dSZXNwb25zZRIuCgh3b3JrZmxvdxgBIAEoCzIcLmxkYm94LndvcmtmbG93cy52MS5Xb3JrZmxvdyJQChRMaXN0V29ya2Zsb3dzUmVxdWVzdBIRCgl3b3Jrc3BhY2UYASABKAkSEQoJcGFnZV9zaXplGAIgASgNEhIKCnBhZ2VfdG9rZW4YAyABKAkiYQoVTGlzdFdvcmtmbG93c1Jlc3BvbnNlEi8KCXdvcmtmbG93cxgBIAMoCzIcLmxkYm94LndvcmtmbG93cy52MS5Xb3JrZmxvdxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIwoVRGVsZXRlV29ya2Zsb3dSZXF1ZXN0EgoKAmlkGAEgASgJIhgKFkRlbGV0ZVdvcmtmbG93UmVzcG9uc2UiZwobU2V0V2ViaG9va0F1dGhNZXRob2RSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEjMKC2F1dGhfbWV0aG9kGAIgASgOMh4ubGRib3gud29ya2Zsb3dzLnYxLkF1dGhNZXRob2QiTAocU2V0V2ViaG9va0F1dGhNZXRob2RSZXNwb25zZRIsCgd3ZWJob29rGAEgASgLMhsubGRib3gud29ya2Zsb3dzLnYxLldlYmhvb2siYgoaUm90YXRlV2ViaG9va1NlY3JldFJlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSLwoMZ3JhY2VfcGVyaW9kGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIksKG1JvdGF0ZVdlYmhvb2tTZWNyZXRSZXNwb25zZRIsCgd3ZWJob29rGAEgASgLMhsubGRib3gud29ya2Zsb3dzLnYxLldlYmhvb2siIQoTR2V0RXhlY3V0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJIChRHZXRFeGVjdXRpb25SZXNwb25zZRIwCglleGVjdXRpb24YASABKAsyHS5sZGJveC53b3JrZmxvd3MudjEuRXhlY3V0aW9uIvEBChVMaXN0RXhlY3V0aW9uc1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgNEhIKCnBhZ2VfdG9rZW4YAyABKAkSNQoIc3RhdHVzZXMYBCADKA4yIy5sZGJveC53b3JrZmxvd3MudjEuRXhlY3V0aW9uU3RhdHVzEjEKDWNyZWF0ZWRfYWZ0ZXIYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmNyZWF0ZWRfYmVmb3JlGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJkChZMaXN0RXhlY3V0aW9uc1Jlc3BvbnNlEjEKCmV4ZWN1dGlvbnMYASADKAsyHS5sZGJveC53b3JrZmxvd3MudjEuRXhlY3V0aW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJHChVVcGRhdGVXb3JrZmxvd1JlcXVlc3QSLgoId29ya2Zsb3cYASABKAsyHC5sZGJveC53b3JrZmxvd3MudjEuV29ya2Zsb3ciSAoWVXBkYXRlV29ya2Zsb3dSZXNwb25zZRIuCgh3b3JrZmxvdxgBIAEoCzIcLmxkYm94LndvcmtmbG93cy52MS5Xb3JrZmxvdyIkChZSZXBsYXlFeGVjdXRpb25SZXF1ZXN0EgoKAmlkGAEgASgJIksKF1JlcGxheUV4ZWN1dGlvblJlc3BvbnNlEjAKCWV4ZWN1dGlvbhgBIAEoCzIdLmxkYm94LndvcmtmbG93cy52MS5FeGVjdXRpb24izAEKF1JlcGxheUV4ZWN1dGlvbnNSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEjUKCHN0YXR1c2VzGAIgAygOMiMubGRib3gud29ya2Zsb3dzLnYxLkV4ZWN1dGlvblN0YXR1cxIxCg1jcmVhdGVkX2FmdGVyGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5jcmVhdGVkX2JlZm9yZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiKQoYUmVwbGF5RXhlY3V0aW9uc1Jlc3BvbnNlEg0KBWNvdW50GAEgASgNIiQKFkNhbmNlbEV4ZWN1dGlvblJlcXVlc3QSCgoCaWQYASABKAkiSwoXQ2FuY2VsRXhlY3V0aW9uUmVzcG9uc2USMAoJZXhlY3V0aW9uGAEgASgLMh0ubGRib3gud29ya2Zsb3dzLnYxLkV4ZWN1dGlvbiIjChNHZXRXb3Jrc3BhY2VSZXF1ZXN0EgwKBG5hbWUYASABKAkiSAoUR2V0V29ya3NwYWNlUmVzcG9uc2USMAoJd29ya3NwYWNlGAEgASgLMh0ubGRib3gud29ya2Zsb3dzLnYxLldvcmtzcGFjZSJHChlTZXRXb3Jrc3BhY2VCdWRnZXRSZXF1ZXN0EgwKBG5hbWUYASABKAkSHAoUbW9udGhseV9idWRnZXRfdW5pdHMYAiABKAQiTgoaU2V0V29ya3NwYWNlQnVkZ2V0UmVzcG9uc2USMAoJd29ya3NwYWNlGAEgASgLMh0ubGRib3gud29ya2Zsb3dzLnYxLldvcmtzcGFjZSp4CgpBdXRoTWV0aG9kEhsKF0FVVEhfTUVUSE9EX1VOU1BFQ0lGSUVEEAASFAoQQVVUSF9NRVRIT0RfTk9ORRABEhYKEkFVVEhfTUVUSE9EX0hFQURFUhACEh8KG0FVVEhfTUVUSE9EX1FVRVJZX1BBUkFNRVRFUhADKlMKCE92ZXJSYXRlEhkKFU9WRVJfUkFURV9VTlNQRUNJRklFRBAAEhQKEE9WRVJfUkFURV9SRUZVU0UQARIWChJPVkVSX1JBVEVfVEhST1RUTEUQAirLAQoPRXhlY3V0aW9uU3RhdHVzEiAKHEVYRUNVVElPTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdFWEVDVVRJT05fU1RBVFVTX1FVRVVFRBABEhwKGEVYRUNVVElPTl9TVEFUVVNfUlVOTklORxACEh4KGkVYRUNVVElPTl9TVEFUVVNfU1VDQ0VFREVEEAMSGwoXRVhFQ1VUSU9OX1NUQVRVU19GQUlMRUQQBBIeChpFWEVDVVRJT05fU1RBVFVTX0NBTkNFTExFRBAFKoQBCg1Ob2RlRXJyb3JLaW5kEh8KG05PREVfRVJST1JfS0lORF9VTlNQRUNJRklFRBAAEhwKGE5PREVfRVJST1JfS0lORF9URU1QTEFURRABEhgKFE5PREVfRVJST1JfS0lORF9DT0RFEAISGgoWTk9ERV9FUlJPUl9LSU5EX1JVTk5FUhADMpgKCg9Xb3JrZmxvd1NlcnZpY2USZwoOQ3JlYXRlV29ya2Zsb3cSKS5sZGJveC53b3JrZmxvd3MudjEuQ3JlYXRlV29ya2Zsb3dSZXF1ZXN0GioubGRib3gud29ya2Zsb3dzLnYxLkNyZWF0ZVdvcmtmbG93UmVzcG9uc2USXgoLR2V0V29ya2Zsb3cSJi5sZGJveC53b3JrZmxvd3MudjEuR2V0V29ya2Zsb3dSZXF1ZXN0GicubGRib3gud29ya2Zsb3dzLnYxLkdldFdvcmtmbG93UmVzcG9uc2USZAoNTGlzdFdvcmtmbG93cxIoLmxkYm94LndvcmtmbG93cy52MS5MaXN0V29ya2Zsb3dzUmVxdWVzdBopLmxkYm94LndvcmtmbG93cy52MS5MaXN0V29ya2Zsb3dzUmVzcG9uc2USZwoORGVsZXRlV29ya2Zsb3cSKS5sZGJveC53b3JrZmxvd3MudjEuRGVsZXRlV29ya2Zsb3dSZXF1ZXN0GioubGRib3gud29ya2Zsb3dzLnYxLkRlbGV0ZVdvcmtmbG93UmVzcG9uc2USeQoUU2V0V2ViaG9va0F1dGhNZXRob2QSLy5sZGJveC53b3JrZmxvd3MudjEuU2V0V2ViaG9va0F1dGhNZXRob2RSZXF1ZXN0GjAubGRib3gud29ya2Zsb3dzLnYxLlNldFdlYmhvb2tBdXRoTWV0aG9kUmVzcG9uc2USdgoTUm90YXRlV2ViaG9va1NlY3JldBIuLmxkYm94LndvcmtmbG93cy52MS5Sb3RhdGVXZWJob29rU2VjcmV0UmVxdWVzdBovLmxkYm94LndvcmtmbG93cy52MS5Sb3RhdGVXZWJob29rU2VjcmV0UmVzcG9uc2USYQoMR2V0RXhlY3V0aW9uEicubGRib3gud29ya2Zsb3dzLnYxLkdldEV4ZWN1dGlvblJlcXVlc3QaKC5sZGJveC53b3JrZmxvd3MudjEuR2V0RXhlY3V0aW9uUmVzcG9uc2USZwoOTGlzdEV4ZWN1dGlvbnMSKS5sZGJveC53b3JrZmxvd3MudjEuTGlzdEV4ZWN1dGlvbnNSZXF1ZXN0GioubGRib3gud29ya2Zsb3dzLnYxLkxpc3RFeGVjdXRpb25zUmVzcG9uc2USZwoOVXBkYXRlV29ya2Zsb3cSKS5sZGJveC53b3JrZmxvd3MudjEuVXBkYXRlV29ya2Zsb3dSZXF1ZXN0GioubGRib3gud29ya2Zsb3dzLnYxLlVwZGF0ZVdvcmtmbG93UmVzcG9uc2USagoPUmVwbGF5RXhlY3V0aW9uEioubGRib3gud29ya2Zsb3dzLnYxLlJlcGxheUV4ZWN1dGlvblJlcXVlc3QaKy5sZGJveC53b3JrZmxvd3MudjEuUmVwbGF5RXhlY3V0aW9uUmVzcG9uc2USbQoQUmVwbGF5RXhlY3V0aW9ucxIrLmxkYm94LndvcmtmbG93cy52MS5SZXBsYXlFeGVjdXRpb25zUmVxdWVzdBosLmxkYm94LndvcmtmbG93cy52MS5SZXBsYXlFeGVjdXRpb25zUmVzcG9uc2USagoPQ2FuY2VsRXhlY3V0aW9uEioubGRib3gud29ya2Zsb3dzLnYxLkNhbmNlbEV4ZWN1dGlvblJlcXVlc3QaKy5sZGJveC53b3JrZmxvd3MudjEuQ2FuY2VsRXhlY3V0aW9uUmVzcG9uc2Uy6gEKEFdvcmtzcGFjZVNlcnZpY2USYQoMR2V0V29ya3NwYWNlEicubGRib3gud29ya2Zsb3dzLnYxLkdldFdvcmtzcGFjZVJlcXVlc3QaKC5sZGJveC53b3JrZmxvd3MudjEuR2V0V29ya3NwYWNlUmVzcG9uc2UScwoSU2V0V29ya3NwYWNlQnVkZ2V0Ei0ubGRib3gud29ya2Zsb3dzLnYxLlNldFdvcmtzcGFjZUJ1ZGdldFJlcXVlc3QaLi5sZGJveC53b3JrZmxvd3MudjEuU2V0V29ya3NwYWNlQnVkZ2V0UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp, file_ldbox_runner_v1_runner]);
 
 /**
  * Node is one code node of a workflow: JavaScript run in the sandbox (like RunnerService.Execute) with
@@ -227,6 +229,22 @@ export type Workflow = Message<"ldbox.workflows.v1.Workflow"> & {
   createdAt?: Timestamp | undefined;
 
   /**
+   * The version of `name` and `nodes`: 1 when created, incremented by each UpdateWorkflow. Output only,
+   * except in UpdateWorkflowRequest where a non-zero value must be the current version (else ABORTED:
+   * someone else updated the workflow meanwhile).
+   *
+   * @generated from field: uint32 version = 10;
+   */
+  version: number;
+
+  /**
+   * When the workflow was last updated (its creation time until then). Output only.
+   *
+   * @generated from field: google.protobuf.Timestamp updated_at = 11;
+   */
+  updatedAt?: Timestamp | undefined;
+
+  /**
    * Set only in ListWorkflows, on a workflow whose stored secrets cannot be opened with this service's
    * data keys (e.g. sealed with a key that was rotated away, or a wrong LDBOX_DATA_KEY): what is wrong,
    * naming the node and the key id, never a secret. The workflow is listed with its other fields and
@@ -325,7 +343,8 @@ export type NodeExecution = Message<"ldbox.workflows.v1.NodeExecution"> & {
   id: string;
 
   /**
-   * EXECUTION_STATUS_RUNNING, _SUCCEEDED or _FAILED.
+   * EXECUTION_STATUS_RUNNING, _SUCCEEDED, _FAILED or _CANCELLED (it was running when the execution was
+   * cancelled).
    *
    * @generated from field: ldbox.workflows.v1.ExecutionStatus status = 2;
    */
@@ -417,8 +436,8 @@ export type Execution = Message<"ldbox.workflows.v1.Execution"> & {
   nodes: NodeExecution[];
 
   /**
-   * Why the run failed, e.g. `node "send" failed: TypeError: ...`; empty unless
-   * `status` is EXECUTION_STATUS_FAILED.
+   * Why the run failed, e.g. `node "send" failed: TypeError: ...`; `cancelled with CancelExecution` when
+   * cancelled; empty otherwise.
    *
    * @generated from field: string error = 6;
    */
@@ -439,7 +458,7 @@ export type Execution = Message<"ldbox.workflows.v1.Execution"> & {
   startedAt?: Timestamp | undefined;
 
   /**
-   * When the run ended (succeeded or failed); unset before.
+   * When the run ended (succeeded, failed or cancelled); unset before.
    *
    * @generated from field: google.protobuf.Timestamp finished_at = 9;
    */
@@ -459,6 +478,20 @@ export type Execution = Message<"ldbox.workflows.v1.Execution"> & {
    * @generated from field: uint64 cost_units = 11;
    */
   costUnits: bigint;
+
+  /**
+   * The workflow version that ran (Workflow.version when an executor started the run); 0 while queued.
+   *
+   * @generated from field: uint32 workflow_version = 12;
+   */
+  workflowVersion: number;
+
+  /**
+   * The execution this one replays (ReplayExecution), empty for a run started by a webhook call.
+   *
+   * @generated from field: string replay_of = 13;
+   */
+  replayOf: string;
 };
 
 /**
@@ -877,32 +910,54 @@ export const GetExecutionResponseSchema: GenMessage<GetExecutionResponse> = /*@_
   messageDesc(file_ldbox_workflows_v1_workflows, 21);
 
 /**
- * ListExecutionsRequest asks for one page of a workflow's executions.
+ * ListExecutionsRequest asks for one page of executions. The filters combine (all must hold).
  *
  * @generated from message ldbox.workflows.v1.ListExecutionsRequest
  */
 export type ListExecutionsRequest = Message<"ldbox.workflows.v1.ListExecutionsRequest"> & {
   /**
-   * The workflow (Workflow.id); required.
+   * Only the executions of this workflow (Workflow.id); empty means those of every workflow.
    *
    * @generated from field: string workflow_id = 1;
    */
   workflowId: string;
 
   /**
-   * Most executions in the page: 0 means 20; more than 100 is read as 100.
+   * Most executions in the page: 0 means 20; more than 100 is read as 100. A page can hold fewer while
+   * more follow (with `statuses`, one call examines a bounded number of executions): follow
+   * `next_page_token` until it is empty.
    *
    * @generated from field: uint32 page_size = 2;
    */
   pageSize: number;
 
   /**
-   * `next_page_token` of the previous page; empty for the first page. Only valid with the same
-   * `workflow_id`.
+   * `next_page_token` of the previous page; empty for the first page. Only valid with the same filters.
    *
    * @generated from field: string page_token = 3;
    */
   pageToken: string;
+
+  /**
+   * Only executions in one of these statuses; empty means any.
+   *
+   * @generated from field: repeated ldbox.workflows.v1.ExecutionStatus statuses = 4;
+   */
+  statuses: ExecutionStatus[];
+
+  /**
+   * Only executions created at or after this time.
+   *
+   * @generated from field: google.protobuf.Timestamp created_after = 5;
+   */
+  createdAfter?: Timestamp | undefined;
+
+  /**
+   * Only executions created before this time.
+   *
+   * @generated from field: google.protobuf.Timestamp created_before = 6;
+   */
+  createdBefore?: Timestamp | undefined;
 };
 
 /**
@@ -941,6 +996,197 @@ export const ListExecutionsResponseSchema: GenMessage<ListExecutionsResponse> = 
   messageDesc(file_ldbox_workflows_v1_workflows, 23);
 
 /**
+ * UpdateWorkflowRequest holds the new definition of a workflow.
+ *
+ * @generated from message ldbox.workflows.v1.UpdateWorkflowRequest
+ */
+export type UpdateWorkflowRequest = Message<"ldbox.workflows.v1.UpdateWorkflowRequest"> & {
+  /**
+   * `id` names the workflow; `name` and `nodes` replace the stored ones (checked as in CreateWorkflow,
+   * field names prefixed with `workflow.`). `version`, when not 0, must be the current version.
+   * `workspace`, when set, must be the stored one. Other fields are ignored.
+   *
+   * @generated from field: ldbox.workflows.v1.Workflow workflow = 1;
+   */
+  workflow?: Workflow | undefined;
+};
+
+/**
+ * Describes the message ldbox.workflows.v1.UpdateWorkflowRequest.
+ * Use `create(UpdateWorkflowRequestSchema)` to create a new message.
+ */
+export const UpdateWorkflowRequestSchema: GenMessage<UpdateWorkflowRequest> = /*@__PURE__*/
+  messageDesc(file_ldbox_workflows_v1_workflows, 24);
+
+/**
+ * UpdateWorkflowResponse holds the updated workflow.
+ *
+ * @generated from message ldbox.workflows.v1.UpdateWorkflowResponse
+ */
+export type UpdateWorkflowResponse = Message<"ldbox.workflows.v1.UpdateWorkflowResponse"> & {
+  /**
+   * The workflow with its new `version` (without its webhook secret).
+   *
+   * @generated from field: ldbox.workflows.v1.Workflow workflow = 1;
+   */
+  workflow?: Workflow | undefined;
+};
+
+/**
+ * Describes the message ldbox.workflows.v1.UpdateWorkflowResponse.
+ * Use `create(UpdateWorkflowResponseSchema)` to create a new message.
+ */
+export const UpdateWorkflowResponseSchema: GenMessage<UpdateWorkflowResponse> = /*@__PURE__*/
+  messageDesc(file_ldbox_workflows_v1_workflows, 25);
+
+/**
+ * ReplayExecutionRequest names the execution to replay.
+ *
+ * @generated from message ldbox.workflows.v1.ReplayExecutionRequest
+ */
+export type ReplayExecutionRequest = Message<"ldbox.workflows.v1.ReplayExecutionRequest"> & {
+  /**
+   * Execution.id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message ldbox.workflows.v1.ReplayExecutionRequest.
+ * Use `create(ReplayExecutionRequestSchema)` to create a new message.
+ */
+export const ReplayExecutionRequestSchema: GenMessage<ReplayExecutionRequest> = /*@__PURE__*/
+  messageDesc(file_ldbox_workflows_v1_workflows, 26);
+
+/**
+ * ReplayExecutionResponse holds the new execution.
+ *
+ * @generated from message ldbox.workflows.v1.ReplayExecutionResponse
+ */
+export type ReplayExecutionResponse = Message<"ldbox.workflows.v1.ReplayExecutionResponse"> & {
+  /**
+   * The new, queued execution (`replay_of` is the replayed one).
+   *
+   * @generated from field: ldbox.workflows.v1.Execution execution = 1;
+   */
+  execution?: Execution | undefined;
+};
+
+/**
+ * Describes the message ldbox.workflows.v1.ReplayExecutionResponse.
+ * Use `create(ReplayExecutionResponseSchema)` to create a new message.
+ */
+export const ReplayExecutionResponseSchema: GenMessage<ReplayExecutionResponse> = /*@__PURE__*/
+  messageDesc(file_ldbox_workflows_v1_workflows, 27);
+
+/**
+ * ReplayExecutionsRequest selects the executions to replay, as ListExecutionsRequest does.
+ *
+ * @generated from message ldbox.workflows.v1.ReplayExecutionsRequest
+ */
+export type ReplayExecutionsRequest = Message<"ldbox.workflows.v1.ReplayExecutionsRequest"> & {
+  /**
+   * ListExecutionsRequest.workflow_id.
+   *
+   * @generated from field: string workflow_id = 1;
+   */
+  workflowId: string;
+
+  /**
+   * ListExecutionsRequest.statuses.
+   *
+   * @generated from field: repeated ldbox.workflows.v1.ExecutionStatus statuses = 2;
+   */
+  statuses: ExecutionStatus[];
+
+  /**
+   * ListExecutionsRequest.created_after.
+   *
+   * @generated from field: google.protobuf.Timestamp created_after = 3;
+   */
+  createdAfter?: Timestamp | undefined;
+
+  /**
+   * ListExecutionsRequest.created_before.
+   *
+   * @generated from field: google.protobuf.Timestamp created_before = 4;
+   */
+  createdBefore?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message ldbox.workflows.v1.ReplayExecutionsRequest.
+ * Use `create(ReplayExecutionsRequestSchema)` to create a new message.
+ */
+export const ReplayExecutionsRequestSchema: GenMessage<ReplayExecutionsRequest> = /*@__PURE__*/
+  messageDesc(file_ldbox_workflows_v1_workflows, 28);
+
+/**
+ * ReplayExecutionsResponse says how many executions were replayed.
+ *
+ * @generated from message ldbox.workflows.v1.ReplayExecutionsResponse
+ */
+export type ReplayExecutionsResponse = Message<"ldbox.workflows.v1.ReplayExecutionsResponse"> & {
+  /**
+   * The number of new executions queued (matching executions whose workflow was deleted are skipped).
+   *
+   * @generated from field: uint32 count = 1;
+   */
+  count: number;
+};
+
+/**
+ * Describes the message ldbox.workflows.v1.ReplayExecutionsResponse.
+ * Use `create(ReplayExecutionsResponseSchema)` to create a new message.
+ */
+export const ReplayExecutionsResponseSchema: GenMessage<ReplayExecutionsResponse> = /*@__PURE__*/
+  messageDesc(file_ldbox_workflows_v1_workflows, 29);
+
+/**
+ * CancelExecutionRequest names the execution to cancel.
+ *
+ * @generated from message ldbox.workflows.v1.CancelExecutionRequest
+ */
+export type CancelExecutionRequest = Message<"ldbox.workflows.v1.CancelExecutionRequest"> & {
+  /**
+   * Execution.id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message ldbox.workflows.v1.CancelExecutionRequest.
+ * Use `create(CancelExecutionRequestSchema)` to create a new message.
+ */
+export const CancelExecutionRequestSchema: GenMessage<CancelExecutionRequest> = /*@__PURE__*/
+  messageDesc(file_ldbox_workflows_v1_workflows, 30);
+
+/**
+ * CancelExecutionResponse holds the cancelled execution.
+ *
+ * @generated from message ldbox.workflows.v1.CancelExecutionResponse
+ */
+export type CancelExecutionResponse = Message<"ldbox.workflows.v1.CancelExecutionResponse"> & {
+  /**
+   * The execution, EXECUTION_STATUS_CANCELLED.
+   *
+   * @generated from field: ldbox.workflows.v1.Execution execution = 1;
+   */
+  execution?: Execution | undefined;
+};
+
+/**
+ * Describes the message ldbox.workflows.v1.CancelExecutionResponse.
+ * Use `create(CancelExecutionResponseSchema)` to create a new message.
+ */
+export const CancelExecutionResponseSchema: GenMessage<CancelExecutionResponse> = /*@__PURE__*/
+  messageDesc(file_ldbox_workflows_v1_workflows, 31);
+
+/**
  * GetWorkspaceRequest names a workspace.
  *
  * @generated from message ldbox.workflows.v1.GetWorkspaceRequest
@@ -959,7 +1205,7 @@ export type GetWorkspaceRequest = Message<"ldbox.workflows.v1.GetWorkspaceReques
  * Use `create(GetWorkspaceRequestSchema)` to create a new message.
  */
 export const GetWorkspaceRequestSchema: GenMessage<GetWorkspaceRequest> = /*@__PURE__*/
-  messageDesc(file_ldbox_workflows_v1_workflows, 24);
+  messageDesc(file_ldbox_workflows_v1_workflows, 32);
 
 /**
  * GetWorkspaceResponse holds one workspace.
@@ -980,7 +1226,7 @@ export type GetWorkspaceResponse = Message<"ldbox.workflows.v1.GetWorkspaceRespo
  * Use `create(GetWorkspaceResponseSchema)` to create a new message.
  */
 export const GetWorkspaceResponseSchema: GenMessage<GetWorkspaceResponse> = /*@__PURE__*/
-  messageDesc(file_ldbox_workflows_v1_workflows, 25);
+  messageDesc(file_ldbox_workflows_v1_workflows, 33);
 
 /**
  * SetWorkspaceBudgetRequest sets a workspace's monthly budget.
@@ -1009,7 +1255,7 @@ export type SetWorkspaceBudgetRequest = Message<"ldbox.workflows.v1.SetWorkspace
  * Use `create(SetWorkspaceBudgetRequestSchema)` to create a new message.
  */
 export const SetWorkspaceBudgetRequestSchema: GenMessage<SetWorkspaceBudgetRequest> = /*@__PURE__*/
-  messageDesc(file_ldbox_workflows_v1_workflows, 26);
+  messageDesc(file_ldbox_workflows_v1_workflows, 34);
 
 /**
  * SetWorkspaceBudgetResponse holds the updated workspace.
@@ -1030,7 +1276,7 @@ export type SetWorkspaceBudgetResponse = Message<"ldbox.workflows.v1.SetWorkspac
  * Use `create(SetWorkspaceBudgetResponseSchema)` to create a new message.
  */
 export const SetWorkspaceBudgetResponseSchema: GenMessage<SetWorkspaceBudgetResponse> = /*@__PURE__*/
-  messageDesc(file_ldbox_workflows_v1_workflows, 27);
+  messageDesc(file_ldbox_workflows_v1_workflows, 35);
 
 /**
  * AuthMethod is how a webhook caller proves it may start the workflow (spec: "Authentication →
@@ -1155,6 +1401,14 @@ export enum ExecutionStatus {
    * @generated from enum value: EXECUTION_STATUS_FAILED = 4;
    */
   FAILED = 4,
+
+  /**
+   * Stopped by CancelExecution: a queued run never started, a running one stopped at its current node
+   * (that node is CANCELLED too); nodes after it do not run.
+   *
+   * @generated from enum value: EXECUTION_STATUS_CANCELLED = 5;
+   */
+  CANCELLED = 5,
 }
 
 /**
@@ -1289,7 +1543,8 @@ export const WorkflowService: GenService<{
     output: typeof GetExecutionResponseSchema;
   },
   /**
-   * ListExecutions pages through one workflow's executions, newest first.
+   * ListExecutions pages through executions, newest first: of one workflow or of all, optionally only
+   * those in some statuses or created in a time range.
    *
    * @generated from rpc ldbox.workflows.v1.WorkflowService.ListExecutions
    */
@@ -1297,6 +1552,53 @@ export const WorkflowService: GenService<{
     methodKind: "unary";
     input: typeof ListExecutionsRequestSchema;
     output: typeof ListExecutionsResponseSchema;
+  },
+  /**
+   * UpdateWorkflow replaces a workflow's name and nodes (checked as in CreateWorkflow) and increments its
+   * `version`. The webhook (URL, id, authentication, secret), workspace and rate settings are kept.
+   * Executions started from then on run the new version and record it (`Execution.workflow_version`).
+   *
+   * @generated from rpc ldbox.workflows.v1.WorkflowService.UpdateWorkflow
+   */
+  updateWorkflow: {
+    methodKind: "unary";
+    input: typeof UpdateWorkflowRequestSchema;
+    output: typeof UpdateWorkflowResponseSchema;
+  },
+  /**
+   * ReplayExecution runs an execution's trigger (body, query) again, as a new execution of the workflow's
+   * current version whose `replay_of` names the original. Queued at once, like a webhook call (no rate
+   * limit; a workspace over its spending cap is refused with RESOURCE_EXHAUSTED).
+   *
+   * @generated from rpc ldbox.workflows.v1.WorkflowService.ReplayExecution
+   */
+  replayExecution: {
+    methodKind: "unary";
+    input: typeof ReplayExecutionRequestSchema;
+    output: typeof ReplayExecutionResponseSchema;
+  },
+  /**
+   * ReplayExecutions replays every execution that matches the ListExecutions filters (at least one filter
+   * is required) and says how many were queued.
+   *
+   * @generated from rpc ldbox.workflows.v1.WorkflowService.ReplayExecutions
+   */
+  replayExecutions: {
+    methodKind: "unary";
+    input: typeof ReplayExecutionsRequestSchema;
+    output: typeof ReplayExecutionsResponseSchema;
+  },
+  /**
+   * CancelExecution stops a queued or running execution: a queued one never runs, a running one's
+   * current node is stopped in the sandbox and no later node runs. The execution ends
+   * EXECUTION_STATUS_CANCELLED. An execution that already ended is FAILED_PRECONDITION.
+   *
+   * @generated from rpc ldbox.workflows.v1.WorkflowService.CancelExecution
+   */
+  cancelExecution: {
+    methodKind: "unary";
+    input: typeof CancelExecutionRequestSchema;
+    output: typeof CancelExecutionResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ldbox_workflows_v1_workflows, 0);
