@@ -78,7 +78,8 @@ export function signingSecretProblem(preset: SignaturePresetName, secret: string
   if (secret.length < SIGNING_SECRET_CHARS.min || secret.length > SIGNING_SECRET_CHARS.max) {
     return `secret must be ${SIGNING_SECRET_CHARS.min} to ${SIGNING_SECRET_CHARS.max} characters, got ${secret.length}`;
   }
-  if (!PRINTABLE.test(secret)) return 'secret must be printable ASCII without spaces';
+  // Spaces are allowed: GitHub takes any text as a secret (its documented example has them).
+  if (!/^[\x20-\x7e]+$/.test(secret)) return 'secret must be printable ASCII';
   if (preset === 'standard-webhooks') {
     const key = standardKey(secret);
     if (key === undefined) return 'a Standard Webhooks secret is "whsec_" and base64 (as the sender shows it)';

@@ -815,7 +815,7 @@ export type SetWebhookAuthMethodRequest = Message<"ldbox.workflows.v1.SetWebhook
   /**
    * With AUTH_METHOD_SIGNATURE: the signing secret the sender's platform generated (Stripe's `whsec_…`,
    * Slack's signing secret, a Shopify app's client secret, a Standard Webhooks `whsec_<base64>`), 16 to
-   * 1024 printable ASCII characters. Unset: the webhook's signing secret is kept, or one is generated
+   * 1024 printable ASCII characters (spaces allowed). Unset: the webhook's signing secret is kept, or one is generated
    * (shown once, in the response's `webhook.secret`) when it has none. A different secret replaces the
    * current one, which stays valid for 24 hours (as with RotateWebhookSecret). Stored encrypted; never
    * shown again, never given to a node.
