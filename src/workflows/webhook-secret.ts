@@ -219,17 +219,16 @@ export function applyWebhookAuthSettings(
   if (secret === '' && old === undefined) {
     generated = generateSigningSecret(random);
     signing = { preset, secret: generated, previousSecret: null, previousSecretExpiresAt: null, deduplicate: false };
-  } else if (secret === '' || secret === old!.secret) {
-    const problem = signingSecretProblem(preset, old!.secret);
+  } else if (old === undefined) {
+    signing = { preset, secret, previousSecret: null, previousSecretExpiresAt: null, deduplicate: false };
+  } else if (secret === '' || secret === old.secret) {
+    const problem = signingSecretProblem(preset, old.secret);
     if (problem !== undefined) {
       throw new WorkflowValidationError('secret', `the webhook's signing secret does not suit ${preset}: ${problem}; send the sender's secret in secret`);
     }
-    signing = { ...old!, preset };
+    signing = { ...old, preset };
   } else {
-    signing = old
-      ? replaceSigningSecret(old, secret, options.now, DEFAULT_SECRET_GRACE_MS)
-      : { preset, secret, previousSecret: null, previousSecretExpiresAt: null, deduplicate: false };
-    signing.preset = preset;
+    signing = { ...replaceSigningSecret(old, secret, options.now, DEFAULT_SECRET_GRACE_MS), preset };
   }
   signing.deduplicate = settings.deduplicate === true;
   return { state: withToken({ ...state, method, signing }), secret: generated };
