@@ -238,7 +238,9 @@ async function main(): Promise<number> {
       `| Execute over gRPC, ${LOAD_CONNECTIONS} connections × ${LOAD_STREAMS} streams (${loadCalls} calls in ${ROUNDS} rounds) | ${fmt(loadRate)} calls/s |`,
     );
     console.log(`| bare fresh QuickJS runtime + context, ${WORKERS} threads (mean of the rounds) | ${fmt(reference)} calls/s |`);
-    console.log(`| the two, round by round | ${rounds.map((r, i) => `${fmt(r.load.succeeded / r.load.elapsedSec)} / ${fmt(r.reference)} = ${fmt(roundRatios[i]!, 2)}×`).join('; ')} |`);
+    console.log(
+      `| the two, round by round | ${rounds.map((r, i) => `${fmt(r.load.succeeded / r.load.elapsedSec)} / ${fmt(r.reference)} = ${fmt(roundRatios[i]!, 2)}×`).join('; ')} |`,
+    );
     console.log(`| Execute, one call at a time: mean (sd) | ${fmt(executeSeq.meanMs * 1000)} µs (${fmt(executeSeq.sdMs * 1000)}) |`);
     console.log(`| grpc.health.v1.Health/Check, one at a time: mean (sd) | ${fmt(healthSeq.meanMs * 1000)} µs (${fmt(healthSeq.sdMs * 1000)}) |`);
     console.log(`| runner RSS after ${FIRST_CALLS} calls | ${mib(rssFirst)} |`);

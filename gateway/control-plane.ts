@@ -66,7 +66,7 @@ import type { Publisher } from './publish-batch.js';
 import { keepProtoKeysTextEncoder, type ProtoEncoding } from '../src/json/proto-keys.js';
 import type { WorkflowRepository } from '../src/store/workflow-repository.js';
 import { spendingCapRetryAfter, toProtoWorkspace, type WorkspaceRepository } from '../src/store/workspace-repository.js';
-import { rotateWebhookSecret, setWebhookAuthMethod } from '../src/workflows/webhook-secret.js';
+import { applyWebhookAuthSettings, rotateWebhookSecret } from '../src/workflows/webhook-secret.js';
 import {
   applyWorkflowUpdate,
   authMethodFromProto,
@@ -77,6 +77,7 @@ import {
   EXECUTION_PAGE_SIZE,
   gracePeriodFromProto,
   resolvePageSize,
+  signaturePresetFromProto,
   toProtoWebhook,
   toProtoWorkflow,
   validateCreateWorkflow,
@@ -220,14 +221,31 @@ export function registerControlPlane(router: ConnectRouter, deps: ControlPlaneDe
     }),
     setWebhookAuthMethod: wrap('SetWebhookAuthMethod', async (req) => {
       checkWorkflowId(req.workflowId, 'workflowId');
-      const method = authMethodFromProto(req.authMethod, 'authMethod');
+      const settings = {
+        method: authMethodFromProto(req.authMethod, 'authMethod'),
+        preset: signaturePresetFromProto(req.signaturePreset, 'signaturePreset'),
+        secret: req.secret,
+        verifyToken: req.verifyToken,
+        deduplicate: req.deduplicateDeliveries,
+      };
+      const at = now();
       const done = await stores().workflows.update(req.workflowId, (r) => {
-        const change = setWebhookAuthMethod(r.webhook.auth, method);
+        const change = applyWebhookAuthSettings(r.webhook.auth, settings, { now: at });
         return { record: { ...r, webhook: { ...r.webhook, auth: change.state } }, result: change.secret };
       });
       if (!done) throw notFound(`workflow ${req.workflowId} not found`);
       await cacheShows(req.workflowId, done.record);
-      deps.log.info({ workflowId: req.workflowId, authMethod: method, secretGenerated: done.result !== undefined }, 'webhook auth method set');
+      deps.log.info(
+        {
+          workflowId: req.workflowId,
+          authMethod: settings.method,
+          signaturePreset: settings.preset,
+          secretGiven: req.secret !== '',
+          secretGenerated: done.result !== undefined,
+          verifyTokenSet: req.verifyToken !== '',
+        },
+        'webhook auth method set',
+      );
       return create(SetWebhookAuthMethodResponseSchema, {
         webhook: toProtoWebhook(done.record, { baseUrl: deps.config.baseUrl, now: now(), secret: done.result }),
       });

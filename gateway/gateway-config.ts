@@ -49,6 +49,8 @@ export interface GatewayConfig {
   throttleMaxDelayMs: number;
   /** How long a webhook waits for its job to be stored (PubAck, retries included) before answering 503. */
   publishTimeoutMs: number;
+  /** How far a signed call's timestamp may be from now (timestamped signature presets), ms. */
+  signatureToleranceMs: number;
   /** The data keys that seal and open node `auth` values (LDBOX_DATA_KEY…). */
   dataKeys: KeyRing;
   /** Connections and timeouts of the port (http-limits-config.ts). */
@@ -139,6 +141,16 @@ const S = {
     meaning:
       'a workflow that throttles over its rate (overRate: OVER_RATE_THROTTLE) runs a webhook at most this late; later ones are refused (429): 60m, 2h, or minutes',
   },
+  signatureTolerance: {
+    kind: 'duration',
+    name: 'LDBOX_SIGNATURE_TOLERANCE',
+    fallback: 5 * 60_000,
+    min: 60_000,
+    max: HOUR,
+    unit: 'm',
+    meaning:
+      'how far the timestamp of a signed webhook (Stripe, Standard Webhooks, Slack presets) may be from the gateway clock, either way; a signature is also refused a second time within it: 5m, or minutes',
+  },
   publishTimeoutMs: {
     kind: 'int',
     name: 'LDBOX_PUBLISH_TIMEOUT_MS',
@@ -189,6 +201,7 @@ export function loadGatewayConfig(env: Env): GatewayConfig {
     executionRetentionMs: durationSetting(env, S.executionRetention),
     throttleMaxDelayMs: durationSetting(env, S.throttleMaxDelay),
     publishTimeoutMs: intSetting(env, S.publishTimeoutMs),
+    signatureToleranceMs: durationSetting(env, S.signatureTolerance),
     dataKeys: loadDataKeys(env),
     http: loadHttpLimits(env),
   };

@@ -59,6 +59,7 @@ import { sendError, WebhookError } from './webhook-errors.js';
 import { handleWebhook, splitTarget, WEBHOOK_PATH_PREFIX, type WebhookDeps, type WebhookOutcome } from './webhook-handler.js';
 import { attemptTimeoutMs, PublishBatcher, PublishRetrier } from './publish-batch.js';
 import { scrubUrl } from './webhook-payload.js';
+import { SIGNATURES_BUCKET, signaturesTtlMs } from '../src/nats/signature-replay.js';
 
 const MiB = 1024 * 1024;
 
@@ -90,6 +91,8 @@ export interface StartGatewayOptions {
 
 interface Stores extends ControlPlaneStores {
   idempotency: KV;
+  /** Accepted timestamped signatures, to refuse replays (src/nats/signature-replay.ts). */
+  signatures: KV;
   /** The shared per-workflow rate schedules (cluster-rate-limiter.ts). */
   rateLimits: KV;
 }
@@ -235,10 +238,17 @@ class GatewayRole extends RoleLifecycle implements Gateway {
       timeoutMs: 2000,
       log: this.#log,
     });
+    const signatures = await ensureKvBucket(nc, jsm, SIGNATURES_BUCKET, {
+      ttlMs: signaturesTtlMs(config.signatureToleranceMs),
+      replicas: config.stream.replicas,
+      timeoutMs: 2000,
+      log: this.#log,
+    });
     const problem = checkMaxPayload(nc, maxJob);
     if (problem) this.#log.error({ maxBodyBytes: config.maxBodyBytes }, `${problem}; larger webhooks are answered 413`);
     this.#stores = {
       idempotency: buckets.idempotency,
+      signatures,
       rateLimits,
       workflows: new WorkflowRepository(buckets.workflows, buckets.webhooks, jsm, config.dataKeys),
       executions: new ExecutionRepository(buckets.executions, jsm),

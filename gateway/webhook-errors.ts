@@ -20,8 +20,20 @@ export const WEBHOOK_ERRORS = {
   unsupported_content_type: 400,
   /** The body is not valid JSON (or not UTF-8). */
   invalid_json: 400,
-  /** The body is JSON but not an object. */
+  /** The body is JSON but neither an object nor an array. */
   body_not_object: 400,
+  /** AUTH_METHOD_SIGNATURE: the preset's signature header(s) were not sent. */
+  missing_signature: 400,
+  /** AUTH_METHOD_SIGNATURE: the signature is malformed, sent twice, or does not match the body and secret. */
+  bad_signature: 400,
+  /** AUTH_METHOD_SIGNATURE: the signed timestamp is further from now than LDBOX_SIGNATURE_TOLERANCE. */
+  stale_signature: 400,
+  /** AUTH_METHOD_SIGNATURE: this signed call was already accepted (a replay within the tolerance). */
+  replayed_signature: 400,
+  /** Meta's subscription handshake with a verify token that is not the webhook's (or the webhook has none). */
+  invalid_verify_token: 400,
+  /** A handshake query parameter (`hub.challenge`, `validationToken`) is missing, repeated or too long. */
+  invalid_handshake: 400,
   /** The JSON body nests objects/arrays deeper than MAX_BODY_DEPTH (webhook-payload.ts; checked before parsing). */
   body_too_deep: 400,
   /** `Idempotency-Key` is empty, longer than 255 characters, or sent twice. */

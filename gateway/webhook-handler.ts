@@ -3,16 +3,26 @@
  * transitions" → the ordered handling; DESIGN.md decisions). Each step answers from the one table in
  * webhook-errors.ts:
  *
- * 1. method: anything but POST → 405 with `Allow: POST`;
+ * 1. method: anything but POST or GET → 405 with `Allow: POST`;
  * 2. id format → 400 `invalid_workflow_id` (before any lookup);
  * 3. the workflow, from the in-memory KvCache (no NATS round trip) → 404 `workflow_not_found`
  *    (503 `not_ready` until the cache is first loaded);
- * 4. the secret of the active method, constant time → 400 `missing_secret` / `invalid_secret`;
+ * 3a. handshakes, which start no execution: Meta's `GET ?hub.mode=subscribe&hub.challenge=…&hub.verify_token=…`
+ *    with the webhook's verify token → 200 with the challenge as text (`invalid_verify_token` otherwise); any
+ *    other GET → 405. Microsoft Graph's `POST ?validationToken=…` → 200 `text/plain` with the token (Graph
+ *    cannot authenticate its validation call; only the echo is answered);
+ * 4. the secret of the active method, constant time → 400 `missing_secret` / `invalid_secret`; with
+ *    AUTH_METHOD_SIGNATURE the body is read first and the preset's signature checked over its raw bytes
+ *    (src/workflows/webhook-signature.ts) → 400 `missing_signature` / `bad_signature` / `stale_signature`.
+ *    A Slack `url_verification` call with a valid signature is answered 200 `{"challenge": …}` here;
  * 5. the workspace's spending cap → 429 `spending_cap_reached`; the workflow's rate, shared by all gateways
  *    (cluster-rate-limiter.ts) → 429 `rate_limited`, both with `Retry-After`; or, for a workflow that
  *    throttles (`overRate: throttle`), accepted with a `notBefore` time when over the rate;
  * 6. the payload: Content-Type, size (413 without reading the rest), JSON object / form, query;
- * 7. `Idempotency-Key` claim (KV create-if-absent), then the JetStream publish awaiting the PubAck,
+ * 7. `Idempotency-Key` claim (KV create-if-absent; with `deduplicateDeliveries` the platform's delivery id
+ *    when no header is sent), the claim of a timestamped signature in `ldbox-signatures` (KV create-if-absent,
+ *    so a replay is refused by every gateway → 400 `replayed_signature`; both claims are released when the
+ *    job is not stored, so that the sender's retry is not refused), then the JetStream publish awaiting the PubAck,
  *    `Nats-Msg-Id` = execution id; both are tried again while NATS cannot answer (a leader election), within
  *    LDBOX_PUBLISH_TIMEOUT_MS → 503 when not stored by then (never 202), 413 when too large;
  * 8. 202 `{"executionId": "..."}`. No `queued` record is written: until an executor picks the job up, the
@@ -32,13 +42,22 @@ import { jobSubject, JOBS_STREAM, maxJobBytes } from '../src/nats/streams.js';
 import { NOT_BEFORE_HEADER } from '../src/nats/job-consumer.js';
 import { spendingCapRetryAfter, type WorkspaceRecord } from '../src/store/workspace-repository.js';
 import { isWorkflowId, newExecutionId } from '../src/workflows/ids.js';
-import { authenticateWebhookRequest, type RandomBytes, WEBHOOK_SECRET_QUERY_PARAMETER } from '../src/workflows/webhook-secret.js';
+import {
+  authenticateWebhookRequest,
+  type RandomBytes,
+  signingSecrets,
+  verifyTokenMatches,
+  type WebhookSigning,
+  WEBHOOK_SECRET_QUERY_PARAMETER,
+} from '../src/workflows/webhook-secret.js';
+import { deliveryId, type HeaderReader, verifySignature } from '../src/workflows/webhook-signature.js';
+import { type ReplayClaim, claimSignature, releaseSignature } from '../src/nats/signature-replay.js';
 import type { WebhookJob } from '../src/workflows/webhook-job.js';
 import type { WorkflowRecord } from '../src/workflows/workflow-model.js';
 import { type Publisher, retryPauseMs } from './publish-batch.js';
 import type { ClusterRateLimiter } from './cluster-rate-limiter.js';
 import { sendError, sendJson, WebhookError } from './webhook-errors.js';
-import { bodyKind, parseBody, queryObject, readBody, REQUEST_ABORTED } from './webhook-payload.js';
+import { bodyKind, parseBody, queryObject, readBody, REQUEST_ABORTED, triggerHeaders } from './webhook-payload.js';
 
 /** Path prefix of the webhook route. */
 export const WEBHOOK_PATH_PREFIX = '/api/hooks/workflows/';
@@ -50,7 +69,7 @@ export interface WebhookDeps {
   workspaces: KvCache<WorkspaceRecord>;
   /** The job publisher (the gateway passes a {@link PublishBatcher} over its JobPublisher). */
   publisher: Publisher;
-  stores: () => { idempotency: KV } | undefined;
+  stores: () => { idempotency: KV; signatures: KV } | undefined;
   /** The per-workflow rate, shared by the gateways (cluster-rate-limiter.ts). */
   limiter: Pick<ClusterRateLimiter, 'take'>;
   log: Logger;
@@ -88,6 +107,8 @@ export interface WebhookOutcome {
 export const DISCARD_FACTOR = 4;
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e][\x20-\x7e]{0,254}$/;
+/** Longest challenge or validation token a handshake echoes. */
+const MAX_HANDSHAKE_CHARS = 1024;
 const RETRY_UNAVAILABLE_S = '5';
 const RETRY_FULL_S = '30';
 
@@ -128,9 +149,7 @@ export async function handleWebhook(req: IncomingMessage, res: ServerResponse, u
 }
 
 async function run(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, deps: WebhookDeps, outcome: WebhookOutcome): Promise<void> {
-  if (req.method !== 'POST') {
-    throw new WebhookError('method_not_allowed', `method ${req.method ?? ''} is not allowed: webhooks accept POST`, { allow: 'POST' });
-  }
+  if (req.method !== 'POST' && req.method !== 'GET') throw notAllowed(req);
   const id = url.pathname.slice(WEBHOOK_PATH_PREFIX.length);
   if (!isWorkflowId(id)) {
     throw new WebhookError('invalid_workflow_id', `"${truncate(id)}" is not a workflow id (wf_ and 20 characters of 0-9 a-z)`);
@@ -139,18 +158,58 @@ async function run(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, d
   if (!deps.workflows.ready) throw new WebhookError('not_ready', 'the gateway is starting: workflows are not loaded yet', { 'retry-after': '1' });
   const workflow = deps.workflows.get(id);
   if (!workflow) throw new WebhookError('workflow_not_found', `workflow ${id} does not exist`);
+  const params = url.search === '' ? undefined : new URLSearchParams(url.search);
+  if (req.method === 'GET') {
+    if (!params?.has('hub.mode')) throw notAllowed(req);
+    outcome.bodyUnread = false; // a GET has no body to read
+    return answerText(res, outcome, metaChallenge(params, workflow));
+  }
+  if (params?.has('validationToken')) {
+    // Microsoft Graph's subscription validation: echo the token, start nothing.
+    const token = handshakeParameter(params, 'validationToken');
+    await readBody(req, deps.config.maxBodyBytes);
+    outcome.bodyUnread = false;
+    return answerText(res, outcome, token);
+  }
 
   const now = deps.now?.() ?? new Date();
-  const secretHeader = req.headers['x-webhook-secret'];
-  const auth = authenticateWebhookRequest(
-    workflow.webhook.auth,
-    {
-      header: Array.isArray(secretHeader) ? secretHeader.join(',') : secretHeader,
-      query: url.search === '' ? [] : new URLSearchParams(url.search).getAll(WEBHOOK_SECRET_QUERY_PARAMETER),
-    },
-    now,
-  );
-  if (!auth.ok) throw new WebhookError(auth.reason === 'missing' ? 'missing_secret' : 'invalid_secret', auth.message);
+  const auth = workflow.webhook.auth;
+  const signing = auth.method === 'signature' ? auth.signing : undefined;
+  const headers: HeaderReader = (name) => (req.headers[name] === undefined ? undefined : req.headersDistinct[name]);
+  let payload: Payload | undefined;
+  let replayKey: string | undefined;
+  if (auth.method === 'signature') {
+    if (!signing || signing.secret === '') {
+      // Sealed with a data key this gateway does not have (the cache logged which): never check against ''.
+      throw new WebhookError('internal_error', "the webhook's signing secret cannot be opened with the configured data keys");
+    }
+    payload = await readPayload(req, deps, outcome);
+    const check = verifySignature(
+      signing.preset,
+      signingSecrets(auth, now)!,
+      { headers, body: payload.raw },
+      { now, toleranceMs: deps.config.signatureToleranceMs, scope: id },
+    );
+    if (!check.ok) throw new WebhookError(check.code, check.message);
+    replayKey = check.replayKey;
+    const challenge = signing.preset === 'slack' ? slackChallenge(payload.body) : undefined;
+    if (challenge !== undefined) {
+      outcome.status = 200;
+      sendJson(res, 200, { challenge });
+      return;
+    }
+  } else {
+    const secretHeader = req.headers['x-webhook-secret'];
+    const result = authenticateWebhookRequest(
+      auth,
+      {
+        header: Array.isArray(secretHeader) ? secretHeader.join(',') : secretHeader,
+        query: params === undefined ? [] : params.getAll(WEBHOOK_SECRET_QUERY_PARAMETER),
+      },
+      now,
+    );
+    if (!result.ok) throw new WebhookError(result.reason === 'missing' ? 'missing_secret' : 'invalid_secret', result.message);
+  }
 
   const capRetry = spendingCapRetryAfter(deps.workspaces.get(workflow.workspace), now);
   if (capRetry !== undefined) {
@@ -173,30 +232,30 @@ async function run(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, d
     throw new WebhookError('rate_limited', message, { 'retry-after': String(admission.retryAfterS) });
   }
 
-  const kind = bodyKind(req.headers['content-type']);
-  const raw = await readBody(req, deps.config.maxBodyBytes);
-  outcome.bodyUnread = false;
+  payload ??= await readPayload(req, deps, outcome);
   const job: WebhookJob = {
     v: 1,
     executionId: '',
     workflowId: id,
     workspace: workflow.workspace,
     receivedAt: now.toISOString(),
-    trigger: { body: parseBody(raw, kind), query: queryObject(url.search) },
+    trigger: { body: payload.body, query: queryObject(url.search), headers: triggerHeaders(req), method: req.method },
   };
   // Over a throttling workflow's rate: stored now, run at its slot's time (the header is what the executor reads).
   const throttled = admission.notBefore === undefined ? undefined : { [NOT_BEFORE_HEADER]: String(admission.notBefore) };
   if (admission.notBefore !== undefined) job.notBefore = new Date(admission.notBefore).toISOString();
 
-  const key = idempotencyKey(req);
+  const key = idempotencyKey(req) ?? deliveryKey(signing, headers, payload.body);
   let executionId = deps.random ? newExecutionId(now, deps.random) : newExecutionId(now);
   let claimRevision: number | undefined;
   let firstClaim = false;
+  let replayClaim: ReplayClaim | undefined;
   const stores = deps.stores();
+  const unavailable = () => new WebhookError('queue_unavailable', 'NATS is not reachable: the webhook was not queued', { 'retry-after': RETRY_UNAVAILABLE_S });
   if (key !== undefined) {
-    if (!stores) throw new WebhookError('queue_unavailable', 'NATS is not reachable: the webhook was not queued', { 'retry-after': RETRY_UNAVAILABLE_S });
+    if (!stores) throw unavailable();
     const claim = await claimUntilAnswered(stores.idempotency, id, key, executionId, deps.config.publishTimeoutMs);
-    if (!claim.ok) throw new WebhookError('queue_unavailable', 'NATS is not reachable: the webhook was not queued', { 'retry-after': RETRY_UNAVAILABLE_S });
+    if (!claim.ok) throw unavailable();
     if (!claim.first && claim.state === 'queued') {
       // A retry of a request whose job is stored: same answer, nothing published.
       outcome.executionId = claim.executionId;
@@ -207,6 +266,19 @@ async function run(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, d
     firstClaim = claim.first;
     claimRevision = claim.revision;
   }
+  if (replayKey !== undefined) {
+    if (!stores) throw unavailable();
+    const claim = await claimSignature(stores.signatures, replayKey);
+    if (claim.outcome !== 'first') {
+      await release();
+      if (claim.outcome === 'unavailable') throw unavailable();
+      throw new WebhookError(
+        'replayed_signature',
+        'replayed signature: a call with this signature was already accepted; the sender must sign each delivery anew',
+      );
+    }
+    replayClaim = claim;
+  }
   job.executionId = executionId;
   outcome.executionId = executionId;
 
@@ -215,7 +287,7 @@ async function run(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, d
     await release();
     throw new WebhookError(
       'payload_too_large',
-      `the webhook's body and query make a job of ${data.length} bytes, over the limit of ${maxJobBytes(deps.config.maxBodyBytes)} bytes`,
+      `the webhook's body, query and headers make a job of ${data.length} bytes, over the limit of ${maxJobBytes(deps.config.maxBodyBytes)} bytes`,
     );
   }
   const t0 = performance.now();
@@ -239,7 +311,70 @@ async function run(req: IncomingMessage, res: ServerResponse, url: WebhookUrl, d
     if (firstClaim && key !== undefined && stores && claimRevision !== undefined) {
       await releaseIdempotencyKey(stores.idempotency, id, key, claimRevision);
     }
+    if (replayClaim && stores) await releaseSignature(stores.signatures, replayClaim);
   }
+}
+
+/** A read and parsed body. */
+interface Payload {
+  raw: Buffer;
+  body: WebhookJob['trigger']['body'];
+}
+
+/** Content-Type, size limit, then the parse (webhook-payload.ts). */
+async function readPayload(req: IncomingMessage, deps: WebhookDeps, outcome: WebhookOutcome): Promise<Payload> {
+  const kind = bodyKind(req.headers['content-type']);
+  const raw = await readBody(req, deps.config.maxBodyBytes);
+  outcome.bodyUnread = false;
+  return { raw, body: parseBody(raw, kind) };
+}
+
+function notAllowed(req: IncomingMessage): WebhookError {
+  return new WebhookError('method_not_allowed', `method ${req.method ?? ''} is not allowed: webhooks accept POST`, { allow: 'POST' });
+}
+
+/** The one value of a handshake's query parameter, 1 to MAX_HANDSHAKE_CHARS characters; throws `invalid_handshake`. */
+function handshakeParameter(params: URLSearchParams, name: string): string {
+  const values = params.getAll(name);
+  if (values.length !== 1 || values[0] === '' || values[0]!.length > MAX_HANDSHAKE_CHARS) {
+    throw new WebhookError('invalid_handshake', `the handshake needs one "${name}" query parameter of 1 to ${MAX_HANDSHAKE_CHARS} characters`);
+  }
+  return values[0]!;
+}
+
+/** Meta's subscription handshake: the challenge to answer, when the verify token is the webhook's. */
+function metaChallenge(params: URLSearchParams, workflow: WorkflowRecord): string {
+  const mode = handshakeParameter(params, 'hub.mode');
+  if (mode !== 'subscribe') throw new WebhookError('invalid_handshake', `hub.mode must be "subscribe"`);
+  const challenge = handshakeParameter(params, 'hub.challenge');
+  const tokens = params.getAll('hub.verify_token');
+  if (workflow.webhook.auth.verifyTokenHash === undefined) {
+    throw new WebhookError('invalid_verify_token', 'the webhook has no verify token: set verifyToken with SetWebhookAuthMethod');
+  }
+  if (tokens.length !== 1 || !verifyTokenMatches(workflow.webhook.auth, tokens[0]!)) {
+    throw new WebhookError('invalid_verify_token', "hub.verify_token is not the webhook's verify token");
+  }
+  return challenge;
+}
+
+/** The `challenge` of a Slack `url_verification` body; undefined for any other body. */
+function slackChallenge(body: Payload['body']): string | undefined {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return undefined;
+  const challenge = Object.hasOwn(body, 'challenge') ? body.challenge : undefined;
+  return body.type === 'url_verification' && typeof challenge === 'string' ? challenge : undefined;
+}
+
+/** The delivery id as an idempotency key, for a signature webhook that de-duplicates deliveries. */
+function deliveryKey(signing: WebhookSigning | undefined, headers: HeaderReader, body: Payload['body']): string | undefined {
+  return signing?.deduplicate ? deliveryId(signing.preset, headers, body) : undefined;
+}
+
+/** 200 with `text` as `text/plain` (never sniffed as HTML: the text is the caller's). */
+function answerText(res: ServerResponse, outcome: WebhookOutcome, text: string): void {
+  const data = Buffer.from(text, 'utf8');
+  outcome.status = 200;
+  res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'content-length': String(data.length), 'x-content-type-options': 'nosniff' });
+  res.end(data);
 }
 
 /**

@@ -4,8 +4,11 @@
  * - Query: every parameter except `secret` (never passed on, whatever the method); a repeated name is an
  *   array of its values in order. Objects have no prototype, so `__proto__=x` is just a key.
  * - Body by Content-Type (media type, case-insensitive, parameters ignored): `application/json`,
- *   `application/*+json` and none → JSON, which must be an object; `application/x-www-form-urlencoded` →
- *   an object like the query; anything else → 400. An empty body is `{}`. Bodies must be UTF-8.
+ *   `application/*+json` and none → JSON, which must be an object or an array (SendGrid posts arrays);
+ *   `application/x-www-form-urlencoded` → an object like the query; `text/plain` → the text as a string;
+ *   anything else → 400. An empty body is `{}`. Bodies must be UTF-8.
+ * - Headers (`trigger.output.headers`): lower-case names, a repeated header's values joined with ", ",
+ *   without those that carry credentials ({@link HIDDEN_HEADERS}).
  * - Depth: a JSON body may nest objects and arrays at most {@link MAX_BODY_DEPTH} levels (the body object
  *   is level 1); deeper is 400 `body_too_deep`, found by a scan of the text before `JSON.parse`, so no
  *   depth can overflow a stack here or later (templates, the runner's protobuf Struct, records). Forms
@@ -16,10 +19,30 @@
 import type { IncomingMessage } from 'node:http';
 import type { JsonObject, JsonValue } from '@bufbuild/protobuf';
 import { WEBHOOK_SECRET_QUERY_PARAMETER } from '../src/workflows/webhook-secret.js';
+import { SIGNATURE_HEADERS } from '../src/workflows/webhook-signature.js';
 import { jsonShape } from '../src/json/json-shape.js';
 import { WebhookError } from './webhook-errors.js';
 
-export type BodyKind = 'json' | 'form';
+export type BodyKind = 'json' | 'form' | 'text';
+
+/**
+ * Headers never passed on to a node: credentials of any kind (`authorization`, `proxy-authorization`,
+ * `cookie`, the `x-webhook-secret` of the Header method) and the signature header of every preset.
+ */
+export const HIDDEN_HEADERS: ReadonlySet<string> = new Set(['authorization', 'proxy-authorization', 'cookie', 'x-webhook-secret', ...SIGNATURE_HEADERS]);
+
+/** `trigger.output.headers`: the request's headers by lower-case name, without {@link HIDDEN_HEADERS}. */
+export function triggerHeaders(req: Pick<IncomingMessage, 'headersDistinct'>): Record<string, string> {
+  const out: Record<string, string> = {};
+  const all = req.headersDistinct;
+  for (const name of Object.keys(all)) {
+    // `__proto__` is a valid header token but would be a prototype here and in the proto map.
+    if (HIDDEN_HEADERS.has(name) || name === '__proto__') continue;
+    const values = all[name];
+    if (values !== undefined) out[name] = values.join(', ');
+  }
+  return out;
+}
 
 /** Parameters as an object: one entry per name, an array when repeated. `omit` names are dropped. */
 export function paramsToObject(params: URLSearchParams, omit?: string): JsonObject {
@@ -47,9 +70,10 @@ export function bodyKind(contentType: string | undefined): BodyKind {
   const media = contentType.split(';', 1)[0]!.trim().toLowerCase();
   if (media === 'application/json' || JSON_SUFFIX.test(media)) return 'json';
   if (media === 'application/x-www-form-urlencoded') return 'form';
+  if (media === 'text/plain') return 'text';
   throw new WebhookError(
     'unsupported_content_type',
-    `unsupported Content-Type "${media}": send a JSON object (application/json) or a form (application/x-www-form-urlencoded)`,
+    `unsupported Content-Type "${media}": send JSON (application/json), a form (application/x-www-form-urlencoded) or text (text/plain)`,
   );
 }
 
@@ -118,7 +142,7 @@ export const MAX_BODY_DEPTH = 24;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** `trigger.output.body` from the raw bytes; throws `invalid_json` or `body_not_object`. */
-export function parseBody(raw: Buffer, kind: BodyKind): JsonObject {
+export function parseBody(raw: Buffer, kind: BodyKind): JsonObject | JsonValue[] | string {
   if (raw.length === 0) return {};
   let text: string;
   try {
@@ -127,6 +151,7 @@ export function parseBody(raw: Buffer, kind: BodyKind): JsonObject {
     throw new WebhookError('invalid_json', 'request body is not valid UTF-8');
   }
   if (kind === 'form') return paramsToObject(new URLSearchParams(text));
+  if (kind === 'text') return text;
   // Before parsing: JSON.parse of a deep enough text throws a RangeError (a 500), and a depth it does
   // take would break later steps (templates, protobuf, records) for good.
   const depth = jsonShape(text, MAX_BODY_DEPTH).depth;
@@ -142,11 +167,11 @@ export function parseBody(raw: Buffer, kind: BodyKind): JsonObject {
   } catch (err) {
     throw new WebhookError('invalid_json', `request body is not valid JSON: ${(err as Error).message}`);
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    const what = value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
-    throw new WebhookError('body_not_object', `request body must be a JSON object, got ${what}`);
+  if (value === null || typeof value !== 'object') {
+    const what = value === null ? 'null' : `a ${typeof value}`;
+    throw new WebhookError('body_not_object', `request body must be a JSON object or array, got ${what}: send text as text/plain`);
   }
-  return value as JsonObject;
+  return value as JsonObject | JsonValue[];
 }
 
 /**

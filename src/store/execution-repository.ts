@@ -34,7 +34,7 @@ import {
   TriggerSchema,
 } from '../gen/ldbox/workflows/v1/workflows_pb.js';
 import { JOBS_STREAM, jobSubject, KV_BUCKETS } from '../nats/streams.js';
-import { parseWebhookJob, type WebhookJob } from '../workflows/webhook-job.js';
+import { parseWebhookJob, type WebhookJob, type WebhookTrigger } from '../workflows/webhook-job.js';
 import { executionIdTime, isExecutionId } from '../workflows/ids.js';
 import { hasProtoKey, type ProtoEncoding, setStructKeepingKeys, valueUnknownField, withStandIns } from '../json/proto-keys.js';
 import { kvKeys, kvLastByPattern } from './kv-index.js';
@@ -61,7 +61,8 @@ export interface ExecutionRecord {
   workflowId: string;
   workspace: string;
   status: ExecutionStatusName;
-  trigger: { body: JsonObject; query: JsonObject };
+  /** The job's trigger (src/workflows/webhook-job.ts); `headers` and `method` absent in records from before they were kept. */
+  trigger: WebhookTrigger;
   /** Proto JSON of NodeExecution, in workflow order. */
   nodes: JsonValue[];
   /** Empty unless failed. */
@@ -183,11 +184,25 @@ function nodeFromJson(n: unknown, encoding: ExecutionEncoding): NodeExecution {
   }
 }
 
+/** Header names and values as stored by the gateway: strings only (anything else is left out). */
+function shownHeaders(v: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return out;
+  for (const key of Object.keys(v)) {
+    const value = (v as Record<string, unknown>)[key];
+    if (key !== '__proto__' && typeof value === 'string') out[key] = value;
+  }
+  return out;
+}
+
 /** The trigger as the message, its body and query keeping every key for `encoding`. */
-function triggerMessage(body: JsonObject, query: JsonObject, encoding: ExecutionEncoding): Trigger {
-  const trigger = create(TriggerSchema);
-  setStructKeepingKeys(trigger, TriggerSchema.field.body!, body, encoding);
-  setStructKeepingKeys(trigger, TriggerSchema.field.query!, query, encoding);
+function triggerMessage(stored: Partial<WebhookTrigger>, encoding: ExecutionEncoding): Trigger {
+  const trigger = create(TriggerSchema, { headers: shownHeaders(stored.headers), method: typeof stored.method === 'string' ? stored.method : '' });
+  const body = shownJson(stored.body ?? {});
+  if (!hasProtoKey(body)) trigger.body = fromJson(ValueSchema, body);
+  else if (encoding === 'json') trigger.body = fromJson(ValueSchema, withStandIns(body));
+  else trigger.$unknown = [...(trigger.$unknown ?? []), valueUnknownField(TriggerSchema.field.body!.number, body)];
+  setStructKeepingKeys(trigger, TriggerSchema.field.query!, shownObject(stored.query), encoding);
   return trigger;
 }
 
@@ -204,7 +219,7 @@ export function toProtoExecution(r: ExecutionRecord, encoding: ExecutionEncoding
     id: String(r.id),
     workflowId: String(r.workflowId),
     status: Object.hasOwn(STATUS, r.status) ? STATUS[r.status] : ExecutionStatus.UNSPECIFIED,
-    trigger: triggerMessage(shownObject(trigger.body), shownObject(trigger.query), encoding),
+    trigger: triggerMessage(trigger, encoding),
     nodes: Array.isArray(r.nodes) ? r.nodes.map((n) => nodeFromJson(n, encoding)) : [],
     error: typeof r.error === 'string' ? r.error : '',
     ...(createdAt ? { createdAt } : {}),

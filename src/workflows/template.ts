@@ -4,7 +4,9 @@
  * Syntax, inside any string value of the input (object keys are never templates):
  *
  * - `{{ path }}`: whitespace inside the braces is allowed. A path starts at one of the roots
- *   `trigger.output` (then `body` or `query`) or `nodes.<node id>.output`, the result of an earlier node.
+ *   `trigger.output` (then `body`, `query`, `headers` or `method`) or `nodes.<node id>.output`, the result
+ *   of an earlier node. Header names are lower case (`trigger.output.headers.x-github-event`: `-` is a
+ *   plain segment character); an upper-case one is refused, since it could never match.
  * - Segments are separated by dots (`body.user.name`). A segment is any run of characters other than
  *   whitespace and `. [ ] { } " \`; any other key is written quoted in brackets, as a JSON string
  *   (`body["content-type"]`, `body["a.b"]`). Array items are reached by number: `items.0.id` or
@@ -28,7 +30,7 @@ import type { JsonObject, JsonValue } from '@bufbuild/protobuf';
 export type TemplateErrorCode =
   /** The text between `{{` and `}}` is not a path, or `}}` is missing. */
   | 'TEMPLATE_SYNTAX'
-  /** The path does not start at `trigger.output.body|query` or `nodes.<id>.output`. */
+  /** The path does not start at `trigger.output.body|query|headers|method` or `nodes.<id>.output`. */
   | 'TEMPLATE_UNKNOWN_ROOT'
   /** `nodes.<id>` names a node that does not run before this one (create-time check). */
   | 'TEMPLATE_UNKNOWN_NODE'
@@ -82,7 +84,7 @@ export type TemplatePiece = string | TemplateRef;
 
 /** What a node's templates can read. */
 export interface TemplateContext {
-  trigger: { output: { body: JsonValue; query: JsonValue } };
+  trigger: { output: { body: JsonValue; query: JsonValue; headers?: Readonly<Record<string, string>>; method?: string } };
   /** The outputs of the nodes that ran before, by node id. */
   nodes: Readonly<Record<string, { output: JsonValue }>>;
 }
@@ -225,15 +227,27 @@ function formatPathBracket(path: readonly string[], seg: string): string {
   return `${formatPath(path)}[${INDEX.test(seg) ? seg : JSON.stringify(seg)}`;
 }
 
-/** Refuses a path that does not start at `trigger.output[.body|.query]` or `nodes.<id>.output`. */
+/** The fields of `trigger.output`. */
+const TRIGGER_FIELDS = ['body', 'query', 'headers', 'method'];
+
+/** Refuses a path that does not start at `trigger.output[.body|.query|.headers|.method]` or `nodes.<id>.output`. */
 function checkRoot(ref: TemplateRef): void {
-  const [root, second, third] = ref.path;
+  const [root, second, third, fourth] = ref.path;
   const bad = (detail: string): TemplateError => new TemplateError('TEMPLATE_UNKNOWN_ROOT', ref.source, detail, '');
   if (root === 'trigger') {
     if (second !== 'output') throw bad('trigger has only "output": use trigger.output.body or trigger.output.query');
-    if (third !== undefined && third !== 'body' && third !== 'query') {
-      throw bad(`trigger.output has no field ${JSON.stringify(third)}: it has only "body" and "query"`);
+    if (third !== undefined && !TRIGGER_FIELDS.includes(third)) {
+      throw bad(`trigger.output has no field ${JSON.stringify(third)}: it has only "body", "query", "headers" and "method"`);
     }
+    if (third === 'headers' && fourth !== undefined && fourth !== fourth.toLowerCase()) {
+      throw new TemplateError(
+        'TEMPLATE_SYNTAX',
+        ref.source,
+        `header names are lower case in trigger.output.headers: write ${formatPath(['trigger', 'output', 'headers', fourth.toLowerCase()])}`,
+        '',
+      );
+    }
+    if (third === 'method' && fourth !== undefined) throw bad('trigger.output.method is a string: it has no fields');
   } else if (root === 'nodes') {
     if (second === undefined) throw bad('use nodes.<node id>.output');
     if (third !== 'output') {

@@ -5,8 +5,21 @@
  * The check is strict because a job is input from the queue, not from this process: anything that is not
  * exactly this shape is refused with a message saying what is wrong, never half-run.
  */
-import type { JsonObject } from '@bufbuild/protobuf';
+import type { JsonObject, JsonValue } from '@bufbuild/protobuf';
 import { isExecutionId, isWorkflowId } from './ids.js';
+
+/**
+ * `trigger.output` of an execution: the parsed body (an object or array, a form as an object, the text of a
+ * `text/plain` body; `{}` when empty), the query without `secret`, the headers without credentials (lower-case
+ * names, repeated ones joined with ", ") and the method. Jobs from before headers were kept have neither
+ * `headers` nor `method`.
+ */
+export interface WebhookTrigger {
+  body: JsonValue;
+  query: JsonObject;
+  headers?: Record<string, string>;
+  method?: string;
+}
 
 export interface WebhookJob {
   /** Format version. */
@@ -16,8 +29,8 @@ export interface WebhookJob {
   workspace: string;
   /** ISO-8601: when the gateway accepted the call (the execution's `createdAt`). */
   receivedAt: string;
-  /** `trigger.output`: the parsed body (`{}` when empty) and the query without `secret`. */
-  trigger: { body: JsonObject; query: JsonObject };
+  /** `trigger.output` (see {@link WebhookTrigger}). */
+  trigger: WebhookTrigger;
   /**
    * ISO-8601, set when the call came over a throttling workflow's rate: the execution starts no earlier
    * (the executor waits for it with the job's `Ldbox-Not-Before` header, src/nats/job-consumer.ts).
@@ -62,7 +75,13 @@ export function parseWebhookJob(data: Uint8Array): WebhookJob {
   if (typeof raw.workspace !== 'string' || raw.workspace === '') fail('workspace is missing');
   if (typeof raw.receivedAt !== 'string' || Number.isNaN(Date.parse(raw.receivedAt))) fail('receivedAt is not a time');
   const trigger = raw.trigger;
-  if (!isObject(trigger) || !isObject(trigger.body) || !isObject(trigger.query)) fail('trigger.body and trigger.query must be objects');
+  if (!isObject(trigger) || !isObject(trigger.query)) fail('trigger and trigger.query must be objects');
+  const t = trigger as Record<string, unknown>;
+  if (!isObject(t.body) && !Array.isArray(t.body) && typeof t.body !== 'string') fail('trigger.body must be an object, an array or a string');
+  if (t.headers !== undefined && (!isObject(t.headers) || Object.values(t.headers).some((v) => typeof v !== 'string'))) {
+    fail('trigger.headers must be an object of strings');
+  }
+  if (t.method !== undefined && typeof t.method !== 'string') fail('trigger.method must be a string');
   if (raw.replayOf !== undefined && (typeof raw.replayOf !== 'string' || !isExecutionId(raw.replayOf))) fail('replayOf is not an execution id');
   return raw as unknown as WebhookJob;
 }

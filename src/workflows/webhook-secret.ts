@@ -11,14 +11,32 @@
  *   Only one previous secret is kept.
  * - Checking hashes the presented secret and compares the hashes with `timingSafeEqual`, so neither the
  *   secret's length nor its content shows in the timing.
+ * - `signature` (issue 12): the sender signs the body (webhook-signature.ts). Its signing secret is needed
+ *   in plaintext to compute the HMAC, so it is kept apart from the hashed secret, in `signing`, as plaintext
+ *   in memory and sealed with the data key at rest (src/store/workflow-codec.ts). It is the platform's
+ *   (`secret`) or generated; it rotates with a grace period like the hashed one and is kept across switches.
+ * - `verifyTokenHash`: Meta's verify token for its subscription handshake, stored as SHA-256 only.
  *
  * Tests: test/workflows/webhook-secret.test.ts.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { WorkflowValidationError } from './validation-error.js';
+import { generateSigningSecret, type SignaturePresetName, type SigningSecrets, signingSecretProblem } from './webhook-signature.js';
 
 /** How a webhook caller authenticates. `legacy` is the proto's AUTH_METHOD_UNSPECIFIED. */
-export type WebhookAuthMethod = 'legacy' | 'none' | 'header' | 'query';
+export type WebhookAuthMethod = 'legacy' | 'none' | 'header' | 'query' | 'signature';
+
+/** The signing state of a webhook (method `signature`). The secrets are plaintext here, sealed at rest. */
+export interface WebhookSigning {
+  preset: SignaturePresetName;
+  secret: string;
+  /** The secret replaced last, while in its grace period; null when none. */
+  previousSecret: string | null;
+  /** ISO-8601 instant until which `previousSecret` is accepted (exclusive); null with it. */
+  previousSecretExpiresAt: string | null;
+  /** De-duplicate calls on the platform's delivery id (webhook-signature.ts deliveryId). */
+  deduplicate: boolean;
+}
 
 /** The stored authentication state of a webhook: hashes only, never a plaintext secret. */
 export interface WebhookAuthState {
@@ -29,6 +47,10 @@ export interface WebhookAuthState {
   previousSecretHash: string | null;
   /** ISO-8601 instant until which `previousSecretHash` is accepted (exclusive); null with it. */
   previousSecretExpiresAt: string | null;
+  /** The signing secret and preset; absent until `signature` was first selected, kept across switches. */
+  signing?: WebhookSigning;
+  /** SHA-256 (hex) of Meta's verify token; absent when none is set. */
+  verifyTokenHash?: string;
 }
 
 /** The outcome of a change: the new state, and the plaintext secret when the change generated one. */
@@ -73,15 +95,19 @@ export function hashWebhookSecret(secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest('hex');
 }
 
+/** The longest verify token (Meta's handshake). */
+export const MAX_VERIFY_TOKEN_CHARS = 256;
+
 /** True for the methods whose requests must carry the secret. */
 export function methodNeedsSecret(method: WebhookAuthMethod): boolean {
   return method !== 'none';
 }
 
 /** Where the method expects the secret: a header, the query, or nowhere. */
-export function secretChannel(method: WebhookAuthMethod): 'header' | 'query' | undefined {
+export function secretChannel(method: WebhookAuthMethod): 'header' | 'query' | 'signature' | undefined {
   if (method === 'header') return 'header';
   if (method === 'query' || method === 'legacy') return 'query';
+  if (method === 'signature') return 'signature';
   return undefined;
 }
 
@@ -125,11 +151,113 @@ export function createWebhookAuth(method: WebhookAuthMethod, random: RandomBytes
  * otherwise the secret, and a previous one in its grace period, are kept as they are.
  */
 export function setWebhookAuthMethod(state: WebhookAuthState, method: WebhookAuthMethod, random: RandomBytes = randomBytes): WebhookAuthChange {
+  if (method === 'signature') {
+    if (!state.signing) throw new WorkflowValidationError('signaturePreset', 'signaturePreset is required with AUTH_METHOD_SIGNATURE');
+    return { state: { ...state, method }, secret: undefined };
+  }
   if (methodNeedsSecret(method) && state.secretHash === null) {
     const secret = generateWebhookSecret(random);
     return { state: { ...state, method, secretHash: hashWebhookSecret(secret) }, secret };
   }
   return { state: { ...state, method }, secret: undefined };
+}
+
+/** What SetWebhookAuthMethod asks for, beyond the method (the proto's fields, checked here). */
+export interface WebhookAuthSettings {
+  method: WebhookAuthMethod;
+  /** Required with `signature`, refused with the other methods. */
+  preset?: SignaturePresetName | undefined;
+  /** The platform's signing secret (`signature` only); empty or undefined: keep or generate. */
+  secret?: string | undefined;
+  /** Meta's verify token; empty or undefined keeps the current one. */
+  verifyToken?: string | undefined;
+  /** `signature` only. */
+  deduplicate?: boolean | undefined;
+}
+
+/**
+ * Applies SetWebhookAuthMethod. With `signature`: the preset is set, the given secret checked against it and
+ * made current (the replaced one kept for the default grace period), or — with none given — the current
+ * signing secret kept (it must suit the preset) or one generated and returned. Throws a
+ * WorkflowValidationError naming the field.
+ */
+export function applyWebhookAuthSettings(
+  state: WebhookAuthState,
+  settings: WebhookAuthSettings,
+  options: { now: Date; random?: RandomBytes },
+): WebhookAuthChange {
+  const random = options.random ?? randomBytes;
+  const { method, preset } = settings;
+  const secret = settings.secret ?? '';
+  if (method !== 'signature') {
+    if (preset !== undefined) throw new WorkflowValidationError('signaturePreset', 'signaturePreset is only used with AUTH_METHOD_SIGNATURE');
+    if (secret !== '') {
+      throw new WorkflowValidationError(
+        'secret',
+        'secret is only accepted with AUTH_METHOD_SIGNATURE: the secret of the other methods is generated (RotateWebhookSecret replaces it)',
+      );
+    }
+    if (settings.deduplicate) throw new WorkflowValidationError('deduplicateDeliveries', 'deduplicateDeliveries is only used with AUTH_METHOD_SIGNATURE');
+  }
+  const verifyToken = settings.verifyToken ?? '';
+  if (verifyToken !== '' && (verifyToken.length > MAX_VERIFY_TOKEN_CHARS || !/^[\x21-\x7e]+$/.test(verifyToken))) {
+    throw new WorkflowValidationError('verifyToken', `verifyToken must be 1 to ${MAX_VERIFY_TOKEN_CHARS} printable ASCII characters without spaces`);
+  }
+  const withToken = (s: WebhookAuthState): WebhookAuthState => (verifyToken === '' ? s : { ...s, verifyTokenHash: hashWebhookSecret(verifyToken) });
+  if (method !== 'signature') {
+    const change = setWebhookAuthMethod(state, method, random);
+    return { state: withToken(change.state), secret: change.secret };
+  }
+  if (preset === undefined) throw new WorkflowValidationError('signaturePreset', 'signaturePreset is required with AUTH_METHOD_SIGNATURE');
+  if (secret !== '') {
+    const problem = signingSecretProblem(preset, secret);
+    if (problem !== undefined) throw new WorkflowValidationError('secret', problem);
+  }
+  const old = state.signing;
+  let signing: WebhookSigning;
+  let generated: string | undefined;
+  if (secret === '' && old === undefined) {
+    generated = generateSigningSecret(random);
+    signing = { preset, secret: generated, previousSecret: null, previousSecretExpiresAt: null, deduplicate: false };
+  } else if (old === undefined) {
+    signing = { preset, secret, previousSecret: null, previousSecretExpiresAt: null, deduplicate: false };
+  } else if (secret === '' || secret === old.secret) {
+    const problem = signingSecretProblem(preset, old.secret);
+    if (problem !== undefined) {
+      throw new WorkflowValidationError('secret', `the webhook's signing secret does not suit ${preset}: ${problem}; send the sender's secret in secret`);
+    }
+    signing = { ...old, preset };
+  } else {
+    signing = { ...replaceSigningSecret(old, secret, options.now, DEFAULT_SECRET_GRACE_MS), preset };
+  }
+  signing.deduplicate = settings.deduplicate === true;
+  return { state: withToken({ ...state, method, signing }), secret: generated };
+}
+
+/** `signing` with `secret` current and the replaced one valid until `now + graceMs` (not at all for 0). */
+function replaceSigningSecret(signing: WebhookSigning, secret: string, now: Date, graceMs: number): WebhookSigning {
+  const keep = graceMs > 0;
+  return {
+    ...signing,
+    secret,
+    previousSecret: keep ? signing.secret : null,
+    previousSecretExpiresAt: keep ? new Date(now.getTime() + graceMs).toISOString() : null,
+  };
+}
+
+/** The signing secrets valid at `now` (the previous one only in its grace period); undefined without `signing`. */
+export function signingSecrets(state: WebhookAuthState, now: Date): SigningSecrets | undefined {
+  const s = state.signing;
+  if (!s) return undefined;
+  const previousValid = s.previousSecret !== null && s.previousSecretExpiresAt !== null && now.getTime() < Date.parse(s.previousSecretExpiresAt);
+  return { current: s.secret, previous: previousValid ? s.previousSecret! : undefined };
+}
+
+/** True when `presented` is the webhook's verify token (constant time); false when it has none. */
+export function verifyTokenMatches(state: WebhookAuthState, presented: string): boolean {
+  const stored = state.verifyTokenHash;
+  const presentedHash = createHash('sha256').update(presented, 'utf8').digest();
+  return stored !== undefined && HASH_FORMAT.test(stored) && timingSafeEqual(presentedHash, Buffer.from(stored, 'hex'));
 }
 
 /**
@@ -154,11 +282,16 @@ export function rotateWebhookSecret(
   options: { now: Date; graceMs?: number; random?: RandomBytes },
 ): WebhookAuthChange & { secret: string } {
   const graceMs = resolveGracePeriodMs(options.graceMs);
+  if (state.method === 'signature' && state.signing) {
+    // The signing secret is what a signature webhook uses: it is the one replaced.
+    const secret = generateSigningSecret(options.random ?? randomBytes);
+    return { state: { ...state, signing: replaceSigningSecret(state.signing, secret, options.now, graceMs) }, secret };
+  }
   const secret = generateWebhookSecret(options.random ?? randomBytes);
   const keepPrevious = state.secretHash !== null && graceMs > 0;
   return {
     state: {
-      method: state.method,
+      ...state,
       secretHash: hashWebhookSecret(secret),
       previousSecretHash: keepPrevious ? state.secretHash : null,
       previousSecretExpiresAt: keepPrevious ? new Date(options.now.getTime() + graceMs).toISOString() : null,
@@ -169,7 +302,16 @@ export function rotateWebhookSecret(
 
 /** The end of the previous secret's grace period, when it is still valid at `now`. */
 export function previousSecretExpiry(state: WebhookAuthState, now: Date): Date | undefined {
+  if (state.method === 'signature' && state.signing) {
+    const s = state.signing;
+    return signingSecrets(state, now)?.previous !== undefined ? new Date(s.previousSecretExpiresAt!) : undefined;
+  }
   return previousValid(state, now) ? new Date(state.previousSecretExpiresAt!) : undefined;
+}
+
+/** Whether the active method has its secret (the signing secret for `signature`). */
+export function hasActiveSecret(state: WebhookAuthState): boolean {
+  return state.method === 'signature' ? state.signing !== undefined : state.secretHash !== null;
 }
 
 /** Validation warnings of the settings (spec: "an empty secret gives a validation warning"). */
@@ -209,6 +351,8 @@ export type WebhookAuthResult = { ok: true; matched: 'current' | 'previous' | 'n
 export function authenticateWebhookRequest(state: WebhookAuthState, presented: PresentedSecrets, now: Date): WebhookAuthResult {
   const channel = secretChannel(state.method);
   if (channel === undefined) return { ok: true, matched: 'not-required' };
+  // A signed webhook is checked over its body (verifySignature); never accepted here.
+  if (channel === 'signature') return { ok: false, reason: 'invalid', message: 'this webhook checks signatures over the body' };
   if (state.method === 'legacy' && state.secretHash === null) return { ok: true, matched: 'not-required' };
   const where = channel === 'header' ? `the ${WEBHOOK_SECRET_HEADER} header` : `the "${WEBHOOK_SECRET_QUERY_PARAMETER}" query parameter`;
   let raw = channel === 'header' ? presented.header : presented.query;

@@ -17,6 +17,7 @@ import {
   type Node,
   type UpdateWorkflowRequest,
   NodeSchema,
+  SignaturePreset,
   type Webhook,
   WebhookSchema,
   type Workflow,
@@ -27,8 +28,11 @@ import { isExecutionId, isWorkflowId, newWebhookId, newWorkflowId } from './ids.
 import { codeSyntaxError } from './code-syntax.js';
 import { formatPath, type TemplateError, validateTemplates } from './template.js';
 import { WorkflowValidationError } from './validation-error.js';
+import type { SignaturePresetName } from './webhook-signature.js';
 import {
+  applyWebhookAuthSettings,
   createWebhookAuth,
+  hasActiveSecret,
   previousSecretExpiry,
   type RandomBytes,
   resolveGracePeriodMs,
@@ -113,6 +117,8 @@ export interface WorkflowDraft {
   workspace: string;
   nodes: NodeRecord[];
   authMethod: WebhookAuthMethod;
+  /** With `signature`. */
+  signaturePreset?: SignaturePresetName;
   rateLimitPerSecond: number;
   overRate?: 'throttle';
 }
@@ -177,9 +183,33 @@ export function authMethodFromProto(m: AuthMethod, field = 'authMethod'): Webhoo
       return 'header';
     case AuthMethod.QUERY_PARAMETER:
       return 'query';
+    case AuthMethod.SIGNATURE:
+      return 'signature';
     default:
       throw invalid(field, `${field} ${String(m)} is not a known AuthMethod`);
   }
+}
+
+const PRESETS_FROM_PROTO: ReadonlyMap<SignaturePreset, SignaturePresetName> = new Map([
+  [SignaturePreset.GITHUB, 'github'],
+  [SignaturePreset.STRIPE, 'stripe'],
+  [SignaturePreset.STANDARD_WEBHOOKS, 'standard-webhooks'],
+  [SignaturePreset.SHOPIFY, 'shopify'],
+  [SignaturePreset.SLACK, 'slack'],
+]);
+
+/** The proto enum as the stored preset: undefined for UNSPECIFIED; throws on a number that is not a SignaturePreset. */
+export function signaturePresetFromProto(p: SignaturePreset, field = 'signaturePreset'): SignaturePresetName | undefined {
+  if (p === SignaturePreset.UNSPECIFIED) return undefined;
+  const name = PRESETS_FROM_PROTO.get(p);
+  if (name === undefined) throw invalid(field, `${field} ${String(p)} is not a known SignaturePreset`);
+  return name;
+}
+
+/** The stored preset as the proto enum. */
+export function signaturePresetToProto(p: SignaturePresetName | undefined): SignaturePreset {
+  for (const [proto, name] of PRESETS_FROM_PROTO) if (name === p) return proto;
+  return SignaturePreset.UNSPECIFIED;
 }
 
 /** The stored method as the proto enum. */
@@ -193,6 +223,8 @@ export function authMethodToProto(m: WebhookAuthMethod): AuthMethod {
       return AuthMethod.HEADER;
     case 'query':
       return AuthMethod.QUERY_PARAMETER;
+    case 'signature':
+      return AuthMethod.SIGNATURE;
   }
 }
 
@@ -342,11 +374,19 @@ export function validateCreateWorkflow(req: CreateWorkflowRequest, limits: Workf
   const nodes = checkNodes(req.nodes, 'nodes', limits);
 
   const authMethod = authMethodFromProto(req.webhook?.authMethod ?? AuthMethod.UNSPECIFIED, 'webhook.authMethod');
+  const signaturePreset = signaturePresetFromProto(req.webhook?.signaturePreset ?? SignaturePreset.UNSPECIFIED, 'webhook.signaturePreset');
+  if (authMethod === 'signature' && signaturePreset === undefined) {
+    throw invalid('webhook.signaturePreset', 'webhook.signaturePreset is required with AUTH_METHOD_SIGNATURE');
+  }
+  if (authMethod !== 'signature' && signaturePreset !== undefined) {
+    throw invalid('webhook.signaturePreset', 'webhook.signaturePreset is only used with AUTH_METHOD_SIGNATURE');
+  }
 
   if (req.rateLimitPerSecond > limits.maxRateLimitPerSecond) {
     throw invalid('rateLimitPerSecond', `rateLimitPerSecond must be at most ${limits.maxRateLimitPerSecond}, got ${req.rateLimitPerSecond}`);
   }
   const draft: WorkflowDraft = { name, workspace: req.workspace, nodes, authMethod, rateLimitPerSecond: req.rateLimitPerSecond };
+  if (signaturePreset !== undefined) draft.signaturePreset = signaturePreset;
   if (overRateFromProto(req.overRate) === 'throttle') draft.overRate = 'throttle';
   return draft;
 }
@@ -422,7 +462,14 @@ export function createWorkflowRecord(
   options: { now: Date; random?: RandomBytes },
 ): { record: WorkflowRecord; secret: string | undefined } {
   const random = options.random ?? randomBytes;
-  const auth = createWebhookAuth(draft.authMethod, random);
+  const auth =
+    draft.authMethod === 'signature'
+      ? applyWebhookAuthSettings(
+          { method: 'none', secretHash: null, previousSecretHash: null, previousSecretExpiresAt: null },
+          { method: 'signature', preset: draft.signaturePreset },
+          { now: options.now, random },
+        )
+      : createWebhookAuth(draft.authMethod, random);
   return {
     record: {
       id: newWorkflowId(random),
@@ -500,8 +547,11 @@ export function toProtoWebhook(record: WorkflowRecord, options: ToProtoOptions):
     authMethod: authMethodToProto(auth.method),
     secret: options.secret ?? '',
     warnings: webhookAuthWarnings(auth),
-    hasSecret: auth.secretHash !== null,
+    hasSecret: hasActiveSecret(auth),
     ...(previous === undefined ? {} : { previousSecretExpiresAt: timestampFromDate(previous) }),
+    signaturePreset: auth.method === 'signature' ? signaturePresetToProto(auth.signing?.preset) : SignaturePreset.UNSPECIFIED,
+    hasVerifyToken: auth.verifyTokenHash !== undefined,
+    deduplicateDeliveries: auth.method === 'signature' && auth.signing?.deduplicate === true,
   });
 }
 

@@ -28,8 +28,15 @@ t.test('defaults', async (t) => {
     executionRetentionMs: 7 * 86_400_000,
     throttleMaxDelayMs: 3_600_000,
     publishTimeoutMs: 10_000,
+    signatureToleranceMs: 300_000,
     http: { maxConnections: 1024, maxStreamsPerConnection: 128, headersTimeoutMs: 20_000, bodyTimeoutMs: 30_000, idleTimeoutMs: 60_000 },
   });
+});
+
+t.test('LDBOX_SIGNATURE_TOLERANCE', async (t) => {
+  t.equal(loadGatewayConfig({ LDBOX_ADMIN_TOKEN: TOKEN, LDBOX_SIGNATURE_TOLERANCE: '10' }).signatureToleranceMs, 600_000, 'plain digits are minutes');
+  t.equal(loadGatewayConfig({ LDBOX_ADMIN_TOKEN: TOKEN, LDBOX_SIGNATURE_TOLERANCE: '1h' }).signatureToleranceMs, 3_600_000);
+  t.equal(configError({ LDBOX_SIGNATURE_TOLERANCE: '2h' }), 'LDBOX_SIGNATURE_TOLERANCE must be from 1m to 1h, got "2h"');
 });
 
 t.test('settings', async (t) => {

@@ -32,7 +32,13 @@ t.test('a webhook runs its workflow: trigger body and query reach the nodes, tem
   const ex = await waitForFinish(s.base, r.json.executionId);
   t.equal(ex.status, 'EXECUTION_STATUS_SUCCEEDED', JSON.stringify(ex));
   t.equal(ex.workflowId, wf.id);
-  t.same(ex.trigger, { body: { user: { name: 'Ada', id: 7 }, count: 41 }, query: { page: '3', tag: ['a', 'b'] } });
+  t.same(ex.trigger, {
+    body: { user: { name: 'Ada', id: 7 }, count: 41 },
+    query: { page: '3', tag: ['a', 'b'] },
+    headers: ex.trigger.headers,
+    method: 'POST',
+  });
+  t.equal(ex.trigger.headers['content-type'], 'application/json');
   t.equal(ex.nodes.length, 2);
   const [first, second] = ex.nodes;
   t.equal(first.id, 'first');

@@ -102,9 +102,10 @@ t.test('control plane', async (t) => {
       id: ids[2],
       workflowId: wf.id,
       status: 'EXECUTION_STATUS_QUEUED',
-      trigger: { body: { i: 2 }, query: { p: ['2', 'x'] } },
+      trigger: { body: { i: 2 }, query: { p: ['2', 'x'] }, headers: got.json.execution.trigger.headers, method: 'POST' },
       createdAt: got.json.execution.createdAt,
     });
+    t.equal(got.json.execution.trigger.headers['content-type'], 'application/json', 'the queued record shows the headers');
     await waitFor(async () => ((await rpc(base, 'ListExecutions', { workflowId: wf.id })).json.executions ?? []).length === 3, 3000, 'all three listed');
     const p1 = await rpc(base, 'ListExecutions', { workflowId: wf.id, pageSize: 2 });
     t.same(

@@ -107,20 +107,37 @@ t.test('webhook requests', async (t) => {
       t.equal(r.status, 400, code);
       t.same(r.json, { error: { code, message } });
     };
+    await ok({ 'content-type': 'application/json' }, '[{"email":"a@example.com"},2]', [{ email: 'a@example.com' }, 2], 'a JSON array (SendGrid)');
+    await ok({ 'content-type': 'text/plain; charset=utf-8' }, 'hi {{there}} 😀\n', 'hi {{there}} 😀\n', 'text/plain: the text');
     await bad(
-      { 'content-type': 'text/plain' },
-      'hi',
+      { 'content-type': 'application/xml' },
+      '<a/>',
       'unsupported_content_type',
-      'unsupported Content-Type "text/plain": send a JSON object (application/json) or a form (application/x-www-form-urlencoded)',
+      'unsupported Content-Type "application/xml": send JSON (application/json), a form (application/x-www-form-urlencoded) or text (text/plain)',
     );
-    await bad({ 'content-type': 'application/json' }, '[1,2]', 'body_not_object', 'request body must be a JSON object, got an array');
-    await bad({ 'content-type': 'application/json' }, '"s"', 'body_not_object', 'request body must be a JSON object, got a string');
-    await bad({ 'content-type': 'application/json' }, 'null', 'body_not_object', 'request body must be a JSON object, got null');
+    await bad(
+      { 'content-type': 'application/json' },
+      '"s"',
+      'body_not_object',
+      'request body must be a JSON object or array, got a string: send text as text/plain',
+    );
+    await bad(
+      { 'content-type': 'application/json' },
+      'null',
+      'body_not_object',
+      'request body must be a JSON object or array, got null: send text as text/plain',
+    );
+    await bad(
+      { 'content-type': 'application/json' },
+      '12',
+      'body_not_object',
+      'request body must be a JSON object or array, got a number: send text as text/plain',
+    );
     const invalid = await hook(base, w.id, { headers: { 'content-type': 'application/json' }, body: '{"a":' });
     t.equal(invalid.status, 400);
     t.equal(invalid.json.error.code, 'invalid_json');
     t.match(invalid.json.error.message, /^request body is not valid JSON: /);
-    t.equal((await jobsOf(t, nats.url, w.id)).length, 5, 'refused bodies queue nothing');
+    t.equal((await jobsOf(t, nats.url, w.id)).length, 7, 'refused bodies queue nothing');
   });
 
   await t.test('413 for an oversized body, without reading it all', async (t) => {

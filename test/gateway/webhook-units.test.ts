@@ -27,7 +27,8 @@ t.test('Content-Type → body kind', async (t) => {
   t.equal(bodyKind('Application/JSON; charset=UTF-8'), 'json');
   t.equal(bodyKind('application/cloudevents+json'), 'json');
   t.equal(bodyKind('application/x-www-form-urlencoded;charset=utf-8'), 'form');
-  for (const ct of ['text/plain', 'multipart/form-data; boundary=x', 'application/xml', 'application/jsonx', 'application/+json']) {
+  t.equal(bodyKind('Text/Plain; charset=utf-8'), 'text');
+  for (const ct of ['text/html', 'multipart/form-data; boundary=x', 'application/xml', 'application/jsonx', 'application/+json']) {
     t.throws(() => bodyKind(ct), { code: 'unsupported_content_type', status: 400 }, ct);
   }
   t.throws(() => parseBody(Buffer.from([0xff, 0xfe]), 'json'), { code: 'invalid_json', message: 'request body is not valid UTF-8' });
@@ -58,6 +59,12 @@ t.test('the error table', async (t) => {
     unsupported_content_type: 400,
     invalid_json: 400,
     body_not_object: 400,
+    missing_signature: 400,
+    bad_signature: 400,
+    stale_signature: 400,
+    replayed_signature: 400,
+    invalid_verify_token: 400,
+    invalid_handshake: 400,
     body_too_deep: 400,
     invalid_idempotency_key: 400,
     workflow_not_found: 404,

@@ -20,6 +20,8 @@ import {
   ReplayExecutionsRequestSchema,
   ReplayExecutionsResponseSchema,
   UpdateWorkflowRequestSchema,
+  SetWebhookAuthMethodRequestSchema,
+  SignaturePresetSchema,
   WorkflowSchema,
   WorkflowService,
   WorkspaceService,
@@ -59,7 +61,18 @@ t.test('WorkflowService has exactly the RPCs of DESIGN.md', async (t) => {
 t.test('enum value names', async (t) => {
   t.same(
     AuthMethodSchema.values.map((v) => v.name),
-    ['AUTH_METHOD_UNSPECIFIED', 'AUTH_METHOD_NONE', 'AUTH_METHOD_HEADER', 'AUTH_METHOD_QUERY_PARAMETER'],
+    ['AUTH_METHOD_UNSPECIFIED', 'AUTH_METHOD_NONE', 'AUTH_METHOD_HEADER', 'AUTH_METHOD_QUERY_PARAMETER', 'AUTH_METHOD_SIGNATURE'],
+  );
+  t.same(
+    SignaturePresetSchema.values.map((v) => v.name),
+    [
+      'SIGNATURE_PRESET_UNSPECIFIED',
+      'SIGNATURE_PRESET_GITHUB',
+      'SIGNATURE_PRESET_STRIPE',
+      'SIGNATURE_PRESET_STANDARD_WEBHOOKS',
+      'SIGNATURE_PRESET_SHOPIFY',
+      'SIGNATURE_PRESET_SLACK',
+    ],
   );
   t.same(
     ExecutionStatusSchema.values.map((v) => v.name),
@@ -157,4 +170,31 @@ t.test('workflows over time in JSON: version, workflowVersion, replayOf, the Lis
   t.equal(fromJson(UpdateWorkflowRequestSchema, { workflow: { id: 'wf_x', name: 'n' } }).workflow?.id, 'wf_x');
   t.equal(fromJson(ReplayExecutionRequestSchema, { id: 'ex_x' }).id, 'ex_x');
   t.equal(fromJson(CancelExecutionRequestSchema, { id: 'ex_x' }).id, 'ex_x');
+});
+
+t.test('signature settings and what a node sees, in JSON (issue 12 contract names)', async (t) => {
+  const req = fromJson(SetWebhookAuthMethodRequestSchema, {
+    workflowId: 'wf_x',
+    authMethod: 'AUTH_METHOD_SIGNATURE',
+    signaturePreset: 'SIGNATURE_PRESET_STRIPE',
+    secret: 'whsec_abc',
+    verifyToken: 'tok',
+    deduplicateDeliveries: true,
+  });
+  t.equal(req.authMethod, AuthMethod.SIGNATURE);
+  t.same(toJson(SetWebhookAuthMethodRequestSchema, req), {
+    workflowId: 'wf_x',
+    authMethod: 'AUTH_METHOD_SIGNATURE',
+    signaturePreset: 'SIGNATURE_PRESET_STRIPE',
+    secret: 'whsec_abc',
+    verifyToken: 'tok',
+    deduplicateDeliveries: true,
+  });
+  const w = fromJson(WorkflowSchema, { webhook: { authMethod: 'AUTH_METHOD_SIGNATURE', signaturePreset: 'SIGNATURE_PRESET_GITHUB', hasVerifyToken: true } });
+  t.same(toJson(WorkflowSchema, w), { webhook: { authMethod: 'AUTH_METHOD_SIGNATURE', signaturePreset: 'SIGNATURE_PRESET_GITHUB', hasVerifyToken: true } });
+  for (const body of [[{ a: 1 }, 2], 'plain text', { o: true }]) {
+    const trigger = { body, query: {}, headers: { 'x-github-event': 'push' }, method: 'POST' };
+    const e = fromJson(ExecutionSchema, { trigger });
+    t.same(toJson(ExecutionSchema, e), { trigger }, `trigger.body ${JSON.stringify(body)}, headers and method`);
+  }
 });

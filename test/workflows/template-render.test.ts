@@ -264,10 +264,16 @@ t.test('unknown roots and bad syntax are refused at render time too', async (t) 
     ['{{body.a}}', 'TEMPLATE_UNKNOWN_ROOT', '{{body.a}}: unknown root "body": a template starts with trigger.output or nodes.<node id>.output'],
     ['{{trigger.body.a}}', 'TEMPLATE_UNKNOWN_ROOT', '{{trigger.body.a}}: trigger has only "output": use trigger.output.body or trigger.output.query'],
     [
-      '{{trigger.output.headers.x}}',
+      '{{trigger.output.cookies.x}}',
       'TEMPLATE_UNKNOWN_ROOT',
-      '{{trigger.output.headers.x}}: trigger.output has no field "headers": it has only "body" and "query"',
+      '{{trigger.output.cookies.x}}: trigger.output has no field "cookies": it has only "body", "query", "headers" and "method"',
     ],
+    [
+      '{{trigger.output.headers.X-GitHub-Event}}',
+      'TEMPLATE_SYNTAX',
+      '{{trigger.output.headers.X-GitHub-Event}}: header names are lower case in trigger.output.headers: write trigger.output.headers.x-github-event',
+    ],
+    ['{{trigger.output.method.x}}', 'TEMPLATE_UNKNOWN_ROOT', '{{trigger.output.method.x}}: trigger.output.method is a string: it has no fields'],
     ['{{nodes.fetch.status}}', 'TEMPLATE_UNKNOWN_ROOT', '{{nodes.fetch.status}}: nodes.fetch has only "output": use nodes.fetch.output'],
     ['x {{trigger.output.body.text', 'TEMPLATE_SYNTAX', '{{trigger.output.body.text: unclosed template: "}}" is missing'],
   ];

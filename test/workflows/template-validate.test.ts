@@ -81,12 +81,15 @@ t.test('roots', async (t) => {
     '{{trigger.output.body.x.y}}',
     '{{nodes.a.output}}',
     '{{nodes.a.output.b}}',
+    '{{trigger.output.headers}}',
+    '{{trigger.output.headers.x-github-event}}',
+    '{{trigger.output.method}}',
   ];
   for (const s of ok) t.equal(parseError(s), undefined, s);
   const bad: [string, string][] = [
     ['{{trigger}}', '{{trigger}}: trigger has only "output": use trigger.output.body or trigger.output.query'],
     ['{{trigger.input.body}}', '{{trigger.input.body}}: trigger has only "output": use trigger.output.body or trigger.output.query'],
-    ['{{trigger.output.headers}}', '{{trigger.output.headers}}: trigger.output has no field "headers": it has only "body" and "query"'],
+    ['{{trigger.output.header}}', '{{trigger.output.header}}: trigger.output has no field "header": it has only "body", "query", "headers" and "method"'],
     ['{{nodes}}', '{{nodes}}: use nodes.<node id>.output'],
     ['{{nodes.a}}', '{{nodes.a}}: nodes.a has only "output": use nodes.a.output'],
     ['{{nodes.a.result}}', '{{nodes.a.result}}: nodes.a has only "output": use nodes.a.output'],

@@ -13,7 +13,11 @@
 // Templates. A string value anywhere inside a node's `input` may hold templates, rendered by the executor
 // before the node runs (src/workflows/template.ts):
 //   - `{{trigger.output.body.<field>}}` and `{{trigger.output.query.<param>}}`: the webhook's parsed body
-//     and query parameters (a repeated query parameter is an array of its values);
+//     (an object, an array, or the text of a `text/plain` body) and query parameters (a repeated query
+//     parameter is an array of its values);
+//   - `{{trigger.output.headers.<name>}}` (lower-case names, e.g. `headers.x-github-event`) and
+//     `{{trigger.output.method}}`: the webhook call's request headers, without those that carry
+//     credentials (see Trigger.headers), and its HTTP method;
 //   - `{{nodes.<node id>.output.<field>}}`: the result of an earlier node of the same workflow.
 // Nested fields are reached by dotted path (`body.user.name`), array items by number (`body.items.0.id`
 // or `body.items[0].id`), a key that is not a plain name with a quoted key (`body["content-type"]`).
@@ -39,7 +43,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ldbox/workflows/v1/workflows.proto.
  */
 export const file_ldbox_workflows_v1_workflows: GenFile = /*@__PURE__*/
-  fileDesc("CiJsZGJveC93b3JrZmxvd3MvdjEvd29ya2Zsb3dzLnByb3RvEhJsZGJveC53b3JrZmxvd3MudjEimAEKBE5vZGUSCgoCaWQYASABKAkSDAoEY29kZRgCIAEoCRImCgVpbnB1dBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJQoEYXV0aBgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJwoGbGltaXRzGAUgASgLMhcubGRib3gucnVubmVyLnYxLkxpbWl0cyLVAQoHV2ViaG9vaxISCgp3ZWJob29rX2lkGAEgASgJEgsKA3VybBgCIAEoCRIzCgthdXRoX21ldGhvZBgDIAEoDjIeLmxkYm94LndvcmtmbG93cy52MS5BdXRoTWV0aG9kEg4KBnNlY3JldBgEIAEoCRIQCgh3YXJuaW5ncxgFIAMoCRISCgpoYXNfc2VjcmV0GAYgASgIEj4KGnByZXZpb3VzX3NlY3JldF9leHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLjAgoIV29ya2Zsb3cSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIRCgl3b3Jrc3BhY2UYAyABKAkSJwoFbm9kZXMYBCADKAsyGC5sZGJveC53b3JrZmxvd3MudjEuTm9kZRIsCgd3ZWJob29rGAUgASgLMhsubGRib3gud29ya2Zsb3dzLnYxLldlYmhvb2sSHQoVcmF0ZV9saW1pdF9wZXJfc2Vjb25kGAYgASgNEi8KCW92ZXJfcmF0ZRgJIAEoDjIcLmxkYm94LndvcmtmbG93cy52MS5PdmVyUmF0ZRIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgd2ZXJzaW9uGAogASgNEi4KCnVwZGF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCnVucmVhZGFibGUYCCABKAkiWAoHVHJpZ2dlchIlCgRib2R5GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBImCgVxdWVyeRgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiggEKCU5vZGVFcnJvchIvCgRraW5kGAEgASgOMiEubGRib3gud29ya2Zsb3dzLnYxLk5vZGVFcnJvcktpbmQSDwoHbWVzc2FnZRgCIAEoCRIzCgpjb2RlX2Vycm9yGAMgASgLMh8ubGRib3gucnVubmVyLnYxLkV4ZWN1dGlvbkVycm9yIrACCg1Ob2RlRXhlY3V0aW9uEgoKAmlkGAEgASgJEjMKBnN0YXR1cxgCIAEoDjIjLmxkYm94LndvcmtmbG93cy52MS5FeGVjdXRpb25TdGF0dXMSJgoGb3V0cHV0GAMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEicKBGxvZ3MYBCADKAsyGS5sZGJveC5ydW5uZXIudjEuTG9nRW50cnkSLAoFZXJyb3IYBSABKAsyHS5sZGJveC53b3JrZmxvd3MudjEuTm9kZUVycm9yEi4KCnN0YXJ0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCK0AwoJRXhlY3V0aW9uEgoKAmlkGAEgASgJEhMKC3dvcmtmbG93X2lkGAIgASgJEjMKBnN0YXR1cxgDIAEoDjIjLmxkYm94LndvcmtmbG93cy52MS5FeGVjdXRpb25TdGF0dXMSLAoHdHJpZ2dlchgEIAEoCzIbLmxkYm94LndvcmtmbG93cy52MS5UcmlnZ2VyEjAKBW5vZGVzGAUgAygLMiEubGRib3gud29ya2Zsb3dzLnYxLk5vZGVFeGVjdXRpb24SDQoFZXJyb3IYBiABKAkSLgoKY3JlYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKc3RhcnRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCGF0dGVtcHRzGAogASgNEhIKCmNvc3RfdW5pdHMYCyABKAQSGAoQd29ya2Zsb3dfdmVyc2lvbhgMIAEoDRIRCglyZXBsYXlfb2YYDSABKAkifgoJV29ya3NwYWNlEgwKBG5hbWUYASABKAkSHAoUbW9udGhseV9idWRnZXRfdW5pdHMYAiABKAQSEwoLc3BlbnRfdW5pdHMYAyABKAQSMAoMcGVyaW9kX3N0YXJ0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLfAQoVQ3JlYXRlV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSEQoJd29ya3NwYWNlGAIgASgJEicKBW5vZGVzGAMgAygLMhgubGRib3gud29ya2Zsb3dzLnYxLk5vZGUSLAoHd2ViaG9vaxgEIAEoCzIbLmxkYm94LndvcmtmbG93cy52MS5XZWJob29rEh0KFXJhdGVfbGltaXRfcGVyX3NlY29uZBgFIAEoDRIvCglvdmVyX3JhdGUYBiABKA4yHC5sZGJveC53b3JrZmxvd3MudjEuT3ZlclJhdGUiSAoWQ3JlYXRlV29ya2Zsb3dSZXNwb25zZRIuCgh3b3JrZmxvdxgBIAEoCzIcLmxkYm94LndvcmtmbG93cy52MS5Xb3JrZmxvdyIgChJHZXRXb3JrZmxvd1JlcXVlc3QSCgoCaWQYASABKAkiRQoTR2V0V29ya2Zsb3dSZXNwb25zZRIuCgh3b3JrZmxvdxgBIAEoCzIcLmxkYm94LndvcmtmbG93cy52MS5Xb3JrZmxvdyJQChRMaXN0V29ya2Zsb3dzUmVxdWVzdBIRCgl3b3Jrc3BhY2UYASABKAkSEQoJcGFnZV9zaXplGAIgASgNEhIKCnBhZ2VfdG9rZW4YAyABKAkiYQoVTGlzdFdvcmtmbG93c1Jlc3BvbnNlEi8KCXdvcmtmbG93cxgBIAMoCzIcLmxkYm94LndvcmtmbG93cy52MS5Xb3JrZmxvdxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiIwoVRGVsZXRlV29ya2Zsb3dSZXF1ZXN0EgoKAmlkGAEgASgJIhgKFkRlbGV0ZVdvcmtmbG93UmVzcG9uc2UiZwobU2V0V2ViaG9va0F1dGhNZXRob2RSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEjMKC2F1dGhfbWV0aG9kGAIgASgOMh4ubGRib3gud29ya2Zsb3dzLnYxLkF1dGhNZXRob2QiTAocU2V0V2ViaG9va0F1dGhNZXRob2RSZXNwb25zZRIsCgd3ZWJob29rGAEgASgLMhsubGRib3gud29ya2Zsb3dzLnYxLldlYmhvb2siYgoaUm90YXRlV2ViaG9va1NlY3JldFJlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSLwoMZ3JhY2VfcGVyaW9kGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIksKG1JvdGF0ZVdlYmhvb2tTZWNyZXRSZXNwb25zZRIsCgd3ZWJob29rGAEgASgLMhsubGRib3gud29ya2Zsb3dzLnYxLldlYmhvb2siIQoTR2V0RXhlY3V0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJIChRHZXRFeGVjdXRpb25SZXNwb25zZRIwCglleGVjdXRpb24YASABKAsyHS5sZGJveC53b3JrZmxvd3MudjEuRXhlY3V0aW9uIvEBChVMaXN0RXhlY3V0aW9uc1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgNEhIKCnBhZ2VfdG9rZW4YAyABKAkSNQoIc3RhdHVzZXMYBCADKA4yIy5sZGJveC53b3JrZmxvd3MudjEuRXhlY3V0aW9uU3RhdHVzEjEKDWNyZWF0ZWRfYWZ0ZXIYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmNyZWF0ZWRfYmVmb3JlGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJkChZMaXN0RXhlY3V0aW9uc1Jlc3BvbnNlEjEKCmV4ZWN1dGlvbnMYASADKAsyHS5sZGJveC53b3JrZmxvd3MudjEuRXhlY3V0aW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJHChVVcGRhdGVXb3JrZmxvd1JlcXVlc3QSLgoId29ya2Zsb3cYASABKAsyHC5sZGJveC53b3JrZmxvd3MudjEuV29ya2Zsb3ciSAoWVXBkYXRlV29ya2Zsb3dSZXNwb25zZRIuCgh3b3JrZmxvdxgBIAEoCzIcLmxkYm94LndvcmtmbG93cy52MS5Xb3JrZmxvdyIkChZSZXBsYXlFeGVjdXRpb25SZXF1ZXN0EgoKAmlkGAEgASgJIksKF1JlcGxheUV4ZWN1dGlvblJlc3BvbnNlEjAKCWV4ZWN1dGlvbhgBIAEoCzIdLmxkYm94LndvcmtmbG93cy52MS5FeGVjdXRpb24izAEKF1JlcGxheUV4ZWN1dGlvbnNSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEjUKCHN0YXR1c2VzGAIgAygOMiMubGRib3gud29ya2Zsb3dzLnYxLkV4ZWN1dGlvblN0YXR1cxIxCg1jcmVhdGVkX2FmdGVyGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5jcmVhdGVkX2JlZm9yZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiKQoYUmVwbGF5RXhlY3V0aW9uc1Jlc3BvbnNlEg0KBWNvdW50GAEgASgNIiQKFkNhbmNlbEV4ZWN1dGlvblJlcXVlc3QSCgoCaWQYASABKAkiSwoXQ2FuY2VsRXhlY3V0aW9uUmVzcG9uc2USMAoJZXhlY3V0aW9uGAEgASgLMh0ubGRib3gud29ya2Zsb3dzLnYxLkV4ZWN1dGlvbiIjChNHZXRXb3Jrc3BhY2VSZXF1ZXN0EgwKBG5hbWUYASABKAkiSAoUR2V0V29ya3NwYWNlUmVzcG9uc2USMAoJd29ya3NwYWNlGAEgASgLMh0ubGRib3gud29ya2Zsb3dzLnYxLldvcmtzcGFjZSJHChlTZXRXb3Jrc3BhY2VCdWRnZXRSZXF1ZXN0EgwKBG5hbWUYASABKAkSHAoUbW9udGhseV9idWRnZXRfdW5pdHMYAiABKAQiTgoaU2V0V29ya3NwYWNlQnVkZ2V0UmVzcG9uc2USMAoJd29ya3NwYWNlGAEgASgLMh0ubGRib3gud29ya2Zsb3dzLnYxLldvcmtzcGFjZSp4CgpBdXRoTWV0aG9kEhsKF0FVVEhfTUVUSE9EX1VOU1BFQ0lGSUVEEAASFAoQQVVUSF9NRVRIT0RfTk9ORRABEhYKEkFVVEhfTUVUSE9EX0hFQURFUhACEh8KG0FVVEhfTUVUSE9EX1FVRVJZX1BBUkFNRVRFUhADKlMKCE92ZXJSYXRlEhkKFU9WRVJfUkFURV9VTlNQRUNJRklFRBAAEhQKEE9WRVJfUkFURV9SRUZVU0UQARIWChJPVkVSX1JBVEVfVEhST1RUTEUQAirLAQoPRXhlY3V0aW9uU3RhdHVzEiAKHEVYRUNVVElPTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdFWEVDVVRJT05fU1RBVFVTX1FVRVVFRBABEhwKGEVYRUNVVElPTl9TVEFUVVNfUlVOTklORxACEh4KGkVYRUNVVElPTl9TVEFUVVNfU1VDQ0VFREVEEAMSGwoXRVhFQ1VUSU9OX1NUQVRVU19GQUlMRUQQBBIeChpFWEVDVVRJT05fU1RBVFVTX0NBTkNFTExFRBAFKoQBCg1Ob2RlRXJyb3JLaW5kEh8KG05PREVfRVJST1JfS0lORF9VTlNQRUNJRklFRBAAEhwKGE5PREVfRVJST1JfS0lORF9URU1QTEFURRABEhgKFE5PREVfRVJST1JfS0lORF9DT0RFEAISGgoWTk9ERV9FUlJPUl9LSU5EX1JVTk5FUhADMpgKCg9Xb3JrZmxvd1NlcnZpY2USZwoOQ3JlYXRlV29ya2Zsb3cSKS5sZGJveC53b3JrZmxvd3MudjEuQ3JlYXRlV29ya2Zsb3dSZXF1ZXN0GioubGRib3gud29ya2Zsb3dzLnYxLkNyZWF0ZVdvcmtmbG93UmVzcG9uc2USXgoLR2V0V29ya2Zsb3cSJi5sZGJveC53b3JrZmxvd3MudjEuR2V0V29ya2Zsb3dSZXF1ZXN0GicubGRib3gud29ya2Zsb3dzLnYxLkdldFdvcmtmbG93UmVzcG9uc2USZAoNTGlzdFdvcmtmbG93cxIoLmxkYm94LndvcmtmbG93cy52MS5MaXN0V29ya2Zsb3dzUmVxdWVzdBopLmxkYm94LndvcmtmbG93cy52MS5MaXN0V29ya2Zsb3dzUmVzcG9uc2USZwoORGVsZXRlV29ya2Zsb3cSKS5sZGJveC53b3JrZmxvd3MudjEuRGVsZXRlV29ya2Zsb3dSZXF1ZXN0GioubGRib3gud29ya2Zsb3dzLnYxLkRlbGV0ZVdvcmtmbG93UmVzcG9uc2USeQoUU2V0V2ViaG9va0F1dGhNZXRob2QSLy5sZGJveC53b3JrZmxvd3MudjEuU2V0V2ViaG9va0F1dGhNZXRob2RSZXF1ZXN0GjAubGRib3gud29ya2Zsb3dzLnYxLlNldFdlYmhvb2tBdXRoTWV0aG9kUmVzcG9uc2USdgoTUm90YXRlV2ViaG9va1NlY3JldBIuLmxkYm94LndvcmtmbG93cy52MS5Sb3RhdGVXZWJob29rU2VjcmV0UmVxdWVzdBovLmxkYm94LndvcmtmbG93cy52MS5Sb3RhdGVXZWJob29rU2VjcmV0UmVzcG9uc2USYQoMR2V0RXhlY3V0aW9uEicubGRib3gud29ya2Zsb3dzLnYxLkdldEV4ZWN1dGlvblJlcXVlc3QaKC5sZGJveC53b3JrZmxvd3MudjEuR2V0RXhlY3V0aW9uUmVzcG9uc2USZwoOTGlzdEV4ZWN1dGlvbnMSKS5sZGJveC53b3JrZmxvd3MudjEuTGlzdEV4ZWN1dGlvbnNSZXF1ZXN0GioubGRib3gud29ya2Zsb3dzLnYxLkxpc3RFeGVjdXRpb25zUmVzcG9uc2USZwoOVXBkYXRlV29ya2Zsb3cSKS5sZGJveC53b3JrZmxvd3MudjEuVXBkYXRlV29ya2Zsb3dSZXF1ZXN0GioubGRib3gud29ya2Zsb3dzLnYxLlVwZGF0ZVdvcmtmbG93UmVzcG9uc2USagoPUmVwbGF5RXhlY3V0aW9uEioubGRib3gud29ya2Zsb3dzLnYxLlJlcGxheUV4ZWN1dGlvblJlcXVlc3QaKy5sZGJveC53b3JrZmxvd3MudjEuUmVwbGF5RXhlY3V0aW9uUmVzcG9uc2USbQoQUmVwbGF5RXhlY3V0aW9ucxIrLmxkYm94LndvcmtmbG93cy52MS5SZXBsYXlFeGVjdXRpb25zUmVxdWVzdBosLmxkYm94LndvcmtmbG93cy52MS5SZXBsYXlFeGVjdXRpb25zUmVzcG9uc2USagoPQ2FuY2VsRXhlY3V0aW9uEioubGRib3gud29ya2Zsb3dzLnYxLkNhbmNlbEV4ZWN1dGlvblJlcXVlc3QaKy5sZGJveC53b3JrZmxvd3MudjEuQ2FuY2VsRXhlY3V0aW9uUmVzcG9uc2Uy6gEKEFdvcmtzcGFjZVNlcnZpY2USYQoMR2V0V29ya3NwYWNlEicubGRib3gud29ya2Zsb3dzLnYxLkdldFdvcmtzcGFjZVJlcXVlc3QaKC5sZGJveC53b3JrZmxvd3MudjEuR2V0V29ya3NwYWNlUmVzcG9uc2UScwoSU2V0V29ya3NwYWNlQnVkZ2V0Ei0ubGRib3gud29ya2Zsb3dzLnYxLlNldFdvcmtzcGFjZUJ1ZGdldFJlcXVlc3QaLi5sZGJveC53b3JrZmxvd3MudjEuU2V0V29ya3NwYWNlQnVkZ2V0UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp, file_ldbox_runner_v1_runner]);
+  fileDesc("CiJsZGJveC93b3JrZmxvd3MvdjEvd29ya2Zsb3dzLnByb3RvEhJsZGJveC53b3JrZmxvd3MudjEimAEKBE5vZGUSCgoCaWQYASABKAkSDAoEY29kZRgCIAEoCRImCgVpbnB1dBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJQoEYXV0aBgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJwoGbGltaXRzGAUgASgLMhcubGRib3gucnVubmVyLnYxLkxpbWl0cyLOAgoHV2ViaG9vaxISCgp3ZWJob29rX2lkGAEgASgJEgsKA3VybBgCIAEoCRIzCgthdXRoX21ldGhvZBgDIAEoDjIeLmxkYm94LndvcmtmbG93cy52MS5BdXRoTWV0aG9kEg4KBnNlY3JldBgEIAEoCRIQCgh3YXJuaW5ncxgFIAMoCRISCgpoYXNfc2VjcmV0GAYgASgIEj4KGnByZXZpb3VzX3NlY3JldF9leHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI9ChBzaWduYXR1cmVfcHJlc2V0GAggASgOMiMubGRib3gud29ya2Zsb3dzLnYxLlNpZ25hdHVyZVByZXNldBIYChBoYXNfdmVyaWZ5X3Rva2VuGAkgASgIEh4KFmRlZHVwbGljYXRlX2RlbGl2ZXJpZXMYCiABKAgi4wIKCFdvcmtmbG93EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEQoJd29ya3NwYWNlGAMgASgJEicKBW5vZGVzGAQgAygLMhgubGRib3gud29ya2Zsb3dzLnYxLk5vZGUSLAoHd2ViaG9vaxgFIAEoCzIbLmxkYm94LndvcmtmbG93cy52MS5XZWJob29rEh0KFXJhdGVfbGltaXRfcGVyX3NlY29uZBgGIAEoDRIvCglvdmVyX3JhdGUYCSABKA4yHC5sZGJveC53b3JrZmxvd3MudjEuT3ZlclJhdGUSLgoKY3JlYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHdmVyc2lvbhgKIAEoDRIuCgp1cGRhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgp1bnJlYWRhYmxlGAggASgJItgBCgdUcmlnZ2VyEiYKBXF1ZXJ5GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBI5CgdoZWFkZXJzGAMgAygLMigubGRib3gud29ya2Zsb3dzLnYxLlRyaWdnZXIuSGVhZGVyc0VudHJ5Eg4KBm1ldGhvZBgEIAEoCRIkCgRib2R5GAUgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBSgQIARACIoIBCglOb2RlRXJyb3ISLwoEa2luZBgBIAEoDjIhLmxkYm94LndvcmtmbG93cy52MS5Ob2RlRXJyb3JLaW5kEg8KB21lc3NhZ2UYAiABKAkSMwoKY29kZV9lcnJvchgDIAEoCzIfLmxkYm94LnJ1bm5lci52MS5FeGVjdXRpb25FcnJvciKwAgoNTm9kZUV4ZWN1dGlvbhIKCgJpZBgBIAEoCRIzCgZzdGF0dXMYAiABKA4yIy5sZGJveC53b3JrZmxvd3MudjEuRXhlY3V0aW9uU3RhdHVzEiYKBm91dHB1dBgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRInCgRsb2dzGAQgAygLMhkubGRib3gucnVubmVyLnYxLkxvZ0VudHJ5EiwKBWVycm9yGAUgASgLMh0ubGRib3gud29ya2Zsb3dzLnYxLk5vZGVFcnJvchIuCgpzdGFydGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAitAMKCUV4ZWN1dGlvbhIKCgJpZBgBIAEoCRITCgt3b3JrZmxvd19pZBgCIAEoCRIzCgZzdGF0dXMYAyABKA4yIy5sZGJveC53b3JrZmxvd3MudjEuRXhlY3V0aW9uU3RhdHVzEiwKB3RyaWdnZXIYBCABKAsyGy5sZGJveC53b3JrZmxvd3MudjEuVHJpZ2dlchIwCgVub2RlcxgFIAMoCzIhLmxkYm94LndvcmtmbG93cy52MS5Ob2RlRXhlY3V0aW9uEg0KBWVycm9yGAYgASgJEi4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnN0YXJ0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2ZpbmlzaGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghhdHRlbXB0cxgKIAEoDRISCgpjb3N0X3VuaXRzGAsgASgEEhgKEHdvcmtmbG93X3ZlcnNpb24YDCABKA0SEQoJcmVwbGF5X29mGA0gASgJIn4KCVdvcmtzcGFjZRIMCgRuYW1lGAEgASgJEhwKFG1vbnRobHlfYnVkZ2V0X3VuaXRzGAIgASgEEhMKC3NwZW50X3VuaXRzGAMgASgEEjAKDHBlcmlvZF9zdGFydBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi3wEKFUNyZWF0ZVdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEhEKCXdvcmtzcGFjZRgCIAEoCRInCgVub2RlcxgDIAMoCzIYLmxkYm94LndvcmtmbG93cy52MS5Ob2RlEiwKB3dlYmhvb2sYBCABKAsyGy5sZGJveC53b3JrZmxvd3MudjEuV2ViaG9vaxIdChVyYXRlX2xpbWl0X3Blcl9zZWNvbmQYBSABKA0SLwoJb3Zlcl9yYXRlGAYgASgOMhwubGRib3gud29ya2Zsb3dzLnYxLk92ZXJSYXRlIkgKFkNyZWF0ZVdvcmtmbG93UmVzcG9uc2USLgoId29ya2Zsb3cYASABKAsyHC5sZGJveC53b3JrZmxvd3MudjEuV29ya2Zsb3ciIAoSR2V0V29ya2Zsb3dSZXF1ZXN0EgoKAmlkGAEgASgJIkUKE0dldFdvcmtmbG93UmVzcG9uc2USLgoId29ya2Zsb3cYASABKAsyHC5sZGJveC53b3JrZmxvd3MudjEuV29ya2Zsb3ciUAoUTGlzdFdvcmtmbG93c1JlcXVlc3QSEQoJd29ya3NwYWNlGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoDRISCgpwYWdlX3Rva2VuGAMgASgJImEKFUxpc3RXb3JrZmxvd3NSZXNwb25zZRIvCgl3b3JrZmxvd3MYASADKAsyHC5sZGJveC53b3JrZmxvd3MudjEuV29ya2Zsb3cSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiMKFURlbGV0ZVdvcmtmbG93UmVxdWVzdBIKCgJpZBgBIAEoCSIYChZEZWxldGVXb3JrZmxvd1Jlc3BvbnNlIuwBChtTZXRXZWJob29rQXV0aE1ldGhvZFJlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSMwoLYXV0aF9tZXRob2QYAiABKA4yHi5sZGJveC53b3JrZmxvd3MudjEuQXV0aE1ldGhvZBI9ChBzaWduYXR1cmVfcHJlc2V0GAMgASgOMiMubGRib3gud29ya2Zsb3dzLnYxLlNpZ25hdHVyZVByZXNldBIOCgZzZWNyZXQYBCABKAkSFAoMdmVyaWZ5X3Rva2VuGAUgASgJEh4KFmRlZHVwbGljYXRlX2RlbGl2ZXJpZXMYBiABKAgiTAocU2V0V2ViaG9va0F1dGhNZXRob2RSZXNwb25zZRIsCgd3ZWJob29rGAEgASgLMhsubGRib3gud29ya2Zsb3dzLnYxLldlYmhvb2siYgoaUm90YXRlV2ViaG9va1NlY3JldFJlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSLwoMZ3JhY2VfcGVyaW9kGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIksKG1JvdGF0ZVdlYmhvb2tTZWNyZXRSZXNwb25zZRIsCgd3ZWJob29rGAEgASgLMhsubGRib3gud29ya2Zsb3dzLnYxLldlYmhvb2siIQoTR2V0RXhlY3V0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJIChRHZXRFeGVjdXRpb25SZXNwb25zZRIwCglleGVjdXRpb24YASABKAsyHS5sZGJveC53b3JrZmxvd3MudjEuRXhlY3V0aW9uIvEBChVMaXN0RXhlY3V0aW9uc1JlcXVlc3QSEwoLd29ya2Zsb3dfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgNEhIKCnBhZ2VfdG9rZW4YAyABKAkSNQoIc3RhdHVzZXMYBCADKA4yIy5sZGJveC53b3JrZmxvd3MudjEuRXhlY3V0aW9uU3RhdHVzEjEKDWNyZWF0ZWRfYWZ0ZXIYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmNyZWF0ZWRfYmVmb3JlGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJkChZMaXN0RXhlY3V0aW9uc1Jlc3BvbnNlEjEKCmV4ZWN1dGlvbnMYASADKAsyHS5sZGJveC53b3JrZmxvd3MudjEuRXhlY3V0aW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJHChVVcGRhdGVXb3JrZmxvd1JlcXVlc3QSLgoId29ya2Zsb3cYASABKAsyHC5sZGJveC53b3JrZmxvd3MudjEuV29ya2Zsb3ciSAoWVXBkYXRlV29ya2Zsb3dSZXNwb25zZRIuCgh3b3JrZmxvdxgBIAEoCzIcLmxkYm94LndvcmtmbG93cy52MS5Xb3JrZmxvdyIkChZSZXBsYXlFeGVjdXRpb25SZXF1ZXN0EgoKAmlkGAEgASgJIksKF1JlcGxheUV4ZWN1dGlvblJlc3BvbnNlEjAKCWV4ZWN1dGlvbhgBIAEoCzIdLmxkYm94LndvcmtmbG93cy52MS5FeGVjdXRpb24izAEKF1JlcGxheUV4ZWN1dGlvbnNSZXF1ZXN0EhMKC3dvcmtmbG93X2lkGAEgASgJEjUKCHN0YXR1c2VzGAIgAygOMiMubGRib3gud29ya2Zsb3dzLnYxLkV4ZWN1dGlvblN0YXR1cxIxCg1jcmVhdGVkX2FmdGVyGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5jcmVhdGVkX2JlZm9yZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiKQoYUmVwbGF5RXhlY3V0aW9uc1Jlc3BvbnNlEg0KBWNvdW50GAEgASgNIiQKFkNhbmNlbEV4ZWN1dGlvblJlcXVlc3QSCgoCaWQYASABKAkiSwoXQ2FuY2VsRXhlY3V0aW9uUmVzcG9uc2USMAoJZXhlY3V0aW9uGAEgASgLMh0ubGRib3gud29ya2Zsb3dzLnYxLkV4ZWN1dGlvbiIjChNHZXRXb3Jrc3BhY2VSZXF1ZXN0EgwKBG5hbWUYASABKAkiSAoUR2V0V29ya3NwYWNlUmVzcG9uc2USMAoJd29ya3NwYWNlGAEgASgLMh0ubGRib3gud29ya2Zsb3dzLnYxLldvcmtzcGFjZSJHChlTZXRXb3Jrc3BhY2VCdWRnZXRSZXF1ZXN0EgwKBG5hbWUYASABKAkSHAoUbW9udGhseV9idWRnZXRfdW5pdHMYAiABKAQiTgoaU2V0V29ya3NwYWNlQnVkZ2V0UmVzcG9uc2USMAoJd29ya3NwYWNlGAEgASgLMh0ubGRib3gud29ya2Zsb3dzLnYxLldvcmtzcGFjZSqTAQoKQXV0aE1ldGhvZBIbChdBVVRIX01FVEhPRF9VTlNQRUNJRklFRBAAEhQKEEFVVEhfTUVUSE9EX05PTkUQARIWChJBVVRIX01FVEhPRF9IRUFERVIQAhIfChtBVVRIX01FVEhPRF9RVUVSWV9QQVJBTUVURVIQAxIZChVBVVRIX01FVEhPRF9TSUdOQVRVUkUQBCrPAQoPU2lnbmF0dXJlUHJlc2V0EiAKHFNJR05BVFVSRV9QUkVTRVRfVU5TUEVDSUZJRUQQABIbChdTSUdOQVRVUkVfUFJFU0VUX0dJVEhVQhABEhsKF1NJR05BVFVSRV9QUkVTRVRfU1RSSVBFEAISJgoiU0lHTkFUVVJFX1BSRVNFVF9TVEFOREFSRF9XRUJIT09LUxADEhwKGFNJR05BVFVSRV9QUkVTRVRfU0hPUElGWRAEEhoKFlNJR05BVFVSRV9QUkVTRVRfU0xBQ0sQBSpTCghPdmVyUmF0ZRIZChVPVkVSX1JBVEVfVU5TUEVDSUZJRUQQABIUChBPVkVSX1JBVEVfUkVGVVNFEAESFgoST1ZFUl9SQVRFX1RIUk9UVExFEAIqywEKD0V4ZWN1dGlvblN0YXR1cxIgChxFWEVDVVRJT05fU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXRVhFQ1VUSU9OX1NUQVRVU19RVUVVRUQQARIcChhFWEVDVVRJT05fU1RBVFVTX1JVTk5JTkcQAhIeChpFWEVDVVRJT05fU1RBVFVTX1NVQ0NFRURFRBADEhsKF0VYRUNVVElPTl9TVEFUVVNfRkFJTEVEEAQSHgoaRVhFQ1VUSU9OX1NUQVRVU19DQU5DRUxMRUQQBSqEAQoNTm9kZUVycm9yS2luZBIfChtOT0RFX0VSUk9SX0tJTkRfVU5TUEVDSUZJRUQQABIcChhOT0RFX0VSUk9SX0tJTkRfVEVNUExBVEUQARIYChROT0RFX0VSUk9SX0tJTkRfQ09ERRACEhoKFk5PREVfRVJST1JfS0lORF9SVU5ORVIQAzKYCgoPV29ya2Zsb3dTZXJ2aWNlEmcKDkNyZWF0ZVdvcmtmbG93EikubGRib3gud29ya2Zsb3dzLnYxLkNyZWF0ZVdvcmtmbG93UmVxdWVzdBoqLmxkYm94LndvcmtmbG93cy52MS5DcmVhdGVXb3JrZmxvd1Jlc3BvbnNlEl4KC0dldFdvcmtmbG93EiYubGRib3gud29ya2Zsb3dzLnYxLkdldFdvcmtmbG93UmVxdWVzdBonLmxkYm94LndvcmtmbG93cy52MS5HZXRXb3JrZmxvd1Jlc3BvbnNlEmQKDUxpc3RXb3JrZmxvd3MSKC5sZGJveC53b3JrZmxvd3MudjEuTGlzdFdvcmtmbG93c1JlcXVlc3QaKS5sZGJveC53b3JrZmxvd3MudjEuTGlzdFdvcmtmbG93c1Jlc3BvbnNlEmcKDkRlbGV0ZVdvcmtmbG93EikubGRib3gud29ya2Zsb3dzLnYxLkRlbGV0ZVdvcmtmbG93UmVxdWVzdBoqLmxkYm94LndvcmtmbG93cy52MS5EZWxldGVXb3JrZmxvd1Jlc3BvbnNlEnkKFFNldFdlYmhvb2tBdXRoTWV0aG9kEi8ubGRib3gud29ya2Zsb3dzLnYxLlNldFdlYmhvb2tBdXRoTWV0aG9kUmVxdWVzdBowLmxkYm94LndvcmtmbG93cy52MS5TZXRXZWJob29rQXV0aE1ldGhvZFJlc3BvbnNlEnYKE1JvdGF0ZVdlYmhvb2tTZWNyZXQSLi5sZGJveC53b3JrZmxvd3MudjEuUm90YXRlV2ViaG9va1NlY3JldFJlcXVlc3QaLy5sZGJveC53b3JrZmxvd3MudjEuUm90YXRlV2ViaG9va1NlY3JldFJlc3BvbnNlEmEKDEdldEV4ZWN1dGlvbhInLmxkYm94LndvcmtmbG93cy52MS5HZXRFeGVjdXRpb25SZXF1ZXN0GigubGRib3gud29ya2Zsb3dzLnYxLkdldEV4ZWN1dGlvblJlc3BvbnNlEmcKDkxpc3RFeGVjdXRpb25zEikubGRib3gud29ya2Zsb3dzLnYxLkxpc3RFeGVjdXRpb25zUmVxdWVzdBoqLmxkYm94LndvcmtmbG93cy52MS5MaXN0RXhlY3V0aW9uc1Jlc3BvbnNlEmcKDlVwZGF0ZVdvcmtmbG93EikubGRib3gud29ya2Zsb3dzLnYxLlVwZGF0ZVdvcmtmbG93UmVxdWVzdBoqLmxkYm94LndvcmtmbG93cy52MS5VcGRhdGVXb3JrZmxvd1Jlc3BvbnNlEmoKD1JlcGxheUV4ZWN1dGlvbhIqLmxkYm94LndvcmtmbG93cy52MS5SZXBsYXlFeGVjdXRpb25SZXF1ZXN0GisubGRib3gud29ya2Zsb3dzLnYxLlJlcGxheUV4ZWN1dGlvblJlc3BvbnNlEm0KEFJlcGxheUV4ZWN1dGlvbnMSKy5sZGJveC53b3JrZmxvd3MudjEuUmVwbGF5RXhlY3V0aW9uc1JlcXVlc3QaLC5sZGJveC53b3JrZmxvd3MudjEuUmVwbGF5RXhlY3V0aW9uc1Jlc3BvbnNlEmoKD0NhbmNlbEV4ZWN1dGlvbhIqLmxkYm94LndvcmtmbG93cy52MS5DYW5jZWxFeGVjdXRpb25SZXF1ZXN0GisubGRib3gud29ya2Zsb3dzLnYxLkNhbmNlbEV4ZWN1dGlvblJlc3BvbnNlMuoBChBXb3Jrc3BhY2VTZXJ2aWNlEmEKDEdldFdvcmtzcGFjZRInLmxkYm94LndvcmtmbG93cy52MS5HZXRXb3Jrc3BhY2VSZXF1ZXN0GigubGRib3gud29ya2Zsb3dzLnYxLkdldFdvcmtzcGFjZVJlc3BvbnNlEnMKElNldFdvcmtzcGFjZUJ1ZGdldBItLmxkYm94LndvcmtmbG93cy52MS5TZXRXb3Jrc3BhY2VCdWRnZXRSZXF1ZXN0Gi4ubGRib3gud29ya2Zsb3dzLnYxLlNldFdvcmtzcGFjZUJ1ZGdldFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp, file_ldbox_runner_v1_runner]);
 
 /**
  * Node is one code node of a workflow: JavaScript run in the sandbox (like RunnerService.Execute) with
@@ -117,7 +121,8 @@ export type Webhook = Message<"ldbox.workflows.v1.Webhook"> & {
   url: string;
 
   /**
-   * How callers authenticate. In CreateWorkflowRequest this is the only field of Webhook that is read.
+   * How callers authenticate. In CreateWorkflowRequest this and `signature_preset` are the only fields
+   * of Webhook that are read.
    *
    * @generated from field: ldbox.workflows.v1.AuthMethod auth_method = 3;
    */
@@ -125,8 +130,11 @@ export type Webhook = Message<"ldbox.workflows.v1.Webhook"> & {
 
   /**
    * The plaintext secret, set only in the response of the call that generated it (CreateWorkflow,
-   * SetWebhookAuthMethod when it generated one, RotateWebhookSecret). It is stored as a SHA-256 hash
-   * only and cannot be read again. Format: `whsec_` and 43 base64url characters (32 random bytes).
+   * SetWebhookAuthMethod when it generated one, RotateWebhookSecret). It cannot be read again: the
+   * secret of AUTH_METHOD_HEADER and _QUERY_PARAMETER is stored as a SHA-256 hash only (format: `whsec_`
+   * and 43 base64url characters, 32 random bytes); the signing secret of AUTH_METHOD_SIGNATURE, which the
+   * gateway needs to check signatures, is stored encrypted with the data key (generated: `whsec_` and
+   * the standard base64 of 32 random bytes, which every preset accepts).
    *
    * @generated from field: string secret = 4;
    */
@@ -154,6 +162,30 @@ export type Webhook = Message<"ldbox.workflows.v1.Webhook"> & {
    * @generated from field: google.protobuf.Timestamp previous_secret_expires_at = 7;
    */
   previousSecretExpiresAt?: Timestamp | undefined;
+
+  /**
+   * How calls are signed, with AUTH_METHOD_SIGNATURE; unset with the other methods. Read by
+   * CreateWorkflow (which then generates the signing secret); changed with SetWebhookAuthMethod.
+   *
+   * @generated from field: ldbox.workflows.v1.SignaturePreset signature_preset = 8;
+   */
+  signaturePreset: SignaturePreset;
+
+  /**
+   * Whether a verify token is set for Meta's subscription handshake (`GET ?hub.mode=subscribe&…`).
+   * Output only.
+   *
+   * @generated from field: bool has_verify_token = 9;
+   */
+  hasVerifyToken: boolean;
+
+  /**
+   * Whether calls are de-duplicated on the platform's delivery id (see SignaturePreset), like an
+   * `Idempotency-Key`. Output only (set it with SetWebhookAuthMethod).
+   *
+   * @generated from field: bool deduplicate_deliveries = 10;
+   */
+  deduplicateDeliveries: boolean;
 };
 
 /**
@@ -270,19 +302,36 @@ export const WorkflowSchema: GenMessage<Workflow> = /*@__PURE__*/
  */
 export type Trigger = Message<"ldbox.workflows.v1.Trigger"> & {
   /**
-   * The parsed body (`trigger.output.body`); `{}` for an empty body.
-   *
-   * @generated from field: google.protobuf.Struct body = 1;
-   */
-  body?: JsonObject | undefined;
-
-  /**
    * The query parameters except `secret` (`trigger.output.query`): one entry per name, a string, or an
    * array of strings in order when the parameter was repeated.
    *
    * @generated from field: google.protobuf.Struct query = 2;
    */
   query?: JsonObject | undefined;
+
+  /**
+   * The request headers (`trigger.output.headers`), by lower-case name; a header sent more than once is
+   * its values joined with ", ". Never present: `authorization`, `proxy-authorization`, `cookie`,
+   * `x-webhook-secret` and the signature header of every SignaturePreset.
+   *
+   * @generated from field: map<string, string> headers = 3;
+   */
+  headers: { [key: string]: string };
+
+  /**
+   * The HTTP method of the call (`trigger.output.method`), e.g. "POST".
+   *
+   * @generated from field: string method = 4;
+   */
+  method: string;
+
+  /**
+   * The parsed body (`trigger.output.body`): a JSON object or array, a form as an object, or the text of
+   * a `text/plain` body as a string; `{}` for an empty body.
+   *
+   * @generated from field: google.protobuf.Value body = 5;
+   */
+  body?: Value | undefined;
 };
 
 /**
@@ -574,8 +623,10 @@ export type CreateWorkflowRequest = Message<"ldbox.workflows.v1.CreateWorkflowRe
   nodes: Node[];
 
   /**
-   * Only `webhook.auth_method` is read (output-only fields are ignored). Unset: legacy query-parameter
-   * authentication. A secret is generated unless the method is AUTH_METHOD_NONE.
+   * Only `webhook.auth_method` and `webhook.signature_preset` are read (output-only fields are ignored).
+   * Unset: legacy query-parameter authentication. A secret is generated unless the method is
+   * AUTH_METHOD_NONE (with AUTH_METHOD_SIGNATURE a signing secret; to use the secret a platform
+   * generated, pass it to SetWebhookAuthMethod).
    *
    * @generated from field: ldbox.workflows.v1.Webhook webhook = 4;
    */
@@ -786,6 +837,43 @@ export type SetWebhookAuthMethodRequest = Message<"ldbox.workflows.v1.SetWebhook
    * @generated from field: ldbox.workflows.v1.AuthMethod auth_method = 2;
    */
   authMethod: AuthMethod;
+
+  /**
+   * How calls are signed: required with AUTH_METHOD_SIGNATURE, refused with the other methods.
+   *
+   * @generated from field: ldbox.workflows.v1.SignaturePreset signature_preset = 3;
+   */
+  signaturePreset: SignaturePreset;
+
+  /**
+   * With AUTH_METHOD_SIGNATURE: the signing secret the sender's platform generated (Stripe's `whsec_…`,
+   * Slack's signing secret, a Shopify app's client secret, a Standard Webhooks `whsec_<base64>`), 16 to
+   * 1024 printable ASCII characters (spaces allowed). Unset: the webhook's signing secret is kept, or one is generated
+   * (shown once, in the response's `webhook.secret`) when it has none. A different secret replaces the
+   * current one, which stays valid for 24 hours (as with RotateWebhookSecret). Stored encrypted; never
+   * shown again, never given to a node.
+   *
+   * @generated from field: string secret = 4;
+   */
+  secret: string;
+
+  /**
+   * Meta's verify token for its subscription handshake: a `GET` with `hub.mode=subscribe`,
+   * `hub.verify_token` equal to this and `hub.challenge` is answered 200 with the challenge. 1 to 256
+   * printable ASCII characters, stored as a hash. Unset keeps the current one.
+   *
+   * @generated from field: string verify_token = 5;
+   */
+  verifyToken: string;
+
+  /**
+   * With AUTH_METHOD_SIGNATURE: a call whose delivery id (see SignaturePreset) was accepted before
+   * (within LDBOX_IDEMPOTENCY_TTL_MS) is answered 202 with the first execution id and not run again, as
+   * with an `Idempotency-Key` header (which wins when both are sent). Off unless set in this call.
+   *
+   * @generated from field: bool deduplicate_deliveries = 6;
+   */
+  deduplicateDeliveries: boolean;
 };
 
 /**
@@ -1316,6 +1404,16 @@ export enum AuthMethod {
    * @generated from enum value: AUTH_METHOD_QUERY_PARAMETER = 3;
    */
   QUERY_PARAMETER = 3,
+
+  /**
+   * The sender signs each call's raw body with the secret, the way its platform does
+   * (Webhook.signature_preset); the secret itself is never sent. Timestamped presets (Stripe, Standard
+   * Webhooks, Slack) refuse a signature older or newer than the gateways' tolerance (LDBOX_SIGNATURE_TOLERANCE,
+   * 5 minutes by default) and one that was already accepted within it.
+   *
+   * @generated from enum value: AUTH_METHOD_SIGNATURE = 4;
+   */
+  SIGNATURE = 4,
 }
 
 /**
@@ -1323,6 +1421,69 @@ export enum AuthMethod {
  */
 export const AuthMethodSchema: GenEnum<AuthMethod> = /*@__PURE__*/
   enumDesc(file_ldbox_workflows_v1_workflows, 0);
+
+/**
+ * SignaturePreset is how a sender signs its calls (with AUTH_METHOD_SIGNATURE). Every preset is an
+ * HMAC-SHA256 over the raw body bytes, compared in constant time.
+ *
+ * @generated from enum ldbox.workflows.v1.SignaturePreset
+ */
+export enum SignaturePreset {
+  /**
+   * Not set; refused with AUTH_METHOD_SIGNATURE.
+   *
+   * @generated from enum value: SIGNATURE_PRESET_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * GitHub (and Meta/WhatsApp, which sign the same way): `X-Hub-Signature-256: sha256=<hex>` of the body,
+   * keyed with the secret's UTF-8 bytes. Not timestamped. De-duplication id: `X-GitHub-Delivery`.
+   *
+   * @generated from enum value: SIGNATURE_PRESET_GITHUB = 1;
+   */
+  GITHUB = 1,
+
+  /**
+   * Stripe: `Stripe-Signature: t=<unix seconds>,v1=<hex>[,v1=…]` of `<t>.<body>`, keyed with the
+   * endpoint's signing secret (`whsec_…`) as UTF-8. De-duplication id: the event's `id` in the body.
+   *
+   * @generated from enum value: SIGNATURE_PRESET_STRIPE = 2;
+   */
+  STRIPE = 2,
+
+  /**
+   * Standard Webhooks (standardwebhooks.com; Svix, Resend, …): `webhook-signature: v1,<base64>[ v1,…]` of
+   * `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64-decoded part of the secret
+   * (`whsec_<base64>`, 24 to 64 bytes). De-duplication id: `webhook-id`.
+   *
+   * @generated from enum value: SIGNATURE_PRESET_STANDARD_WEBHOOKS = 3;
+   */
+  STANDARD_WEBHOOKS = 3,
+
+  /**
+   * Shopify: `X-Shopify-Hmac-Sha256: <base64>` of the body, keyed with the app's client secret as UTF-8.
+   * Not timestamped. De-duplication id: `X-Shopify-Webhook-Id`.
+   *
+   * @generated from enum value: SIGNATURE_PRESET_SHOPIFY = 4;
+   */
+  SHOPIFY = 4,
+
+  /**
+   * Slack: `X-Slack-Signature: v0=<hex>` of `v0:<X-Slack-Request-Timestamp>:<body>`, keyed with the
+   * app's signing secret as UTF-8. A signed `url_verification` call is answered with its challenge.
+   * De-duplication id: `event_id` in the body.
+   *
+   * @generated from enum value: SIGNATURE_PRESET_SLACK = 5;
+   */
+  SLACK = 5,
+}
+
+/**
+ * Describes the enum ldbox.workflows.v1.SignaturePreset.
+ */
+export const SignaturePresetSchema: GenEnum<SignaturePreset> = /*@__PURE__*/
+  enumDesc(file_ldbox_workflows_v1_workflows, 1);
 
 /**
  * OverRate is what a workflow does with a webhook call over its rate (Workflow.rate_limit_per_second).
@@ -1358,7 +1519,7 @@ export enum OverRate {
  * Describes the enum ldbox.workflows.v1.OverRate.
  */
 export const OverRateSchema: GenEnum<OverRate> = /*@__PURE__*/
-  enumDesc(file_ldbox_workflows_v1_workflows, 1);
+  enumDesc(file_ldbox_workflows_v1_workflows, 2);
 
 /**
  * ExecutionStatus is where a run (or one node of it) stands.
@@ -1415,7 +1576,7 @@ export enum ExecutionStatus {
  * Describes the enum ldbox.workflows.v1.ExecutionStatus.
  */
 export const ExecutionStatusSchema: GenEnum<ExecutionStatus> = /*@__PURE__*/
-  enumDesc(file_ldbox_workflows_v1_workflows, 2);
+  enumDesc(file_ldbox_workflows_v1_workflows, 3);
 
 /**
  * NodeErrorKind classifies why a node failed.
@@ -1458,7 +1619,7 @@ export enum NodeErrorKind {
  * Describes the enum ldbox.workflows.v1.NodeErrorKind.
  */
 export const NodeErrorKindSchema: GenEnum<NodeErrorKind> = /*@__PURE__*/
-  enumDesc(file_ldbox_workflows_v1_workflows, 3);
+  enumDesc(file_ldbox_workflows_v1_workflows, 4);
 
 /**
  * WorkflowService creates and reads workflows, manages their webhook's authentication, and reads the
@@ -1512,7 +1673,8 @@ export const WorkflowService: GenService<{
   /**
    * SetWebhookAuthMethod selects how the webhook authenticates its callers. Selecting a method other
    * than AUTH_METHOD_NONE generates a secret when the webhook has none (shown once, in this response);
-   * an existing secret is kept when the method is switched, also through AUTH_METHOD_NONE.
+   * an existing secret is kept when the method is switched, also through AUTH_METHOD_NONE. With
+   * AUTH_METHOD_SIGNATURE the webhook has its own signing secret: the platform's (`secret`) or generated.
    *
    * @generated from rpc ldbox.workflows.v1.WorkflowService.SetWebhookAuthMethod
    */
@@ -1523,7 +1685,8 @@ export const WorkflowService: GenService<{
   },
   /**
    * RotateWebhookSecret replaces the webhook secret with a new one (shown once, in this response). The
-   * previous secret stays valid for a grace period, so senders can switch without a gap.
+   * previous secret stays valid for a grace period, so senders can switch without a gap. With
+   * AUTH_METHOD_SIGNATURE it is the signing secret that is replaced (a signature by either is accepted).
    *
    * @generated from rpc ldbox.workflows.v1.WorkflowService.RotateWebhookSecret
    */
