@@ -103,6 +103,8 @@ const GOAL_VS_REF = 1.2;
 const GOAL_VS_BARE = 0.4;
 const FOREIGN_WARN_CORES = 0.15;
 const ADMIN_TOKEN = `bench-admin-${randomBytes(12).toString('hex')}`;
+/** The gateway requires a data key (it seals stored secrets); a fresh one per run. */
+const DATA_KEY = randomBytes(32).toString('base64');
 const MAX_PAYLOAD = 8 * 1024 * 1024; // fits maxJobBytes(5 MiB), the gateway's default body limit
 const REF_STREAM = 'BENCH_REF';
 const HERE = new URL('.', import.meta.url).pathname;
@@ -386,6 +388,7 @@ async function main(): Promise<void> {
                 LDBOX_GATEWAY_PORT: '0',
                 LDBOX_GATEWAY_HOST: '127.0.0.1',
                 LDBOX_ADMIN_TOKEN: ADMIN_TOKEN,
+                LDBOX_DATA_KEY: DATA_KEY,
                 NATS_URL: nats.url,
                 LDBOX_WEBHOOK_RATE: '0',
                 LDBOX_JOBS_MAX_MSGS: '100000000',

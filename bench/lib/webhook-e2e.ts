@@ -298,12 +298,15 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
     await resetJetStream(nc);
 
     const adminToken = `bench-admin-${randomBytes(12).toString('hex')}`;
+    // The gateway and the executor read workflows sealed with it (one fresh key per run).
+    const dataKey = randomBytes(32).toString('base64');
     // allSettled: should one fail, the other is still known (and stopped below) once it started.
     const started = await Promise.allSettled([
       startChild('gateway', {
         LDBOX_GATEWAY_PORT: '0',
         LDBOX_GATEWAY_HOST: '127.0.0.1',
         LDBOX_ADMIN_TOKEN: adminToken,
+        LDBOX_DATA_KEY: dataKey,
         NATS_URL: natsUrl,
         LDBOX_WEBHOOK_RATE: '0',
       }),
@@ -316,6 +319,7 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
     const executor = await startChild('executor', {
       NATS_URL: natsUrl,
       LDBOX_EXECUTOR_PORT: '0',
+      LDBOX_DATA_KEY: dataKey,
       LDBOX_RUNNER_URLS: `http://127.0.0.1:${runner.port}`,
     });
     children.push(executor);
