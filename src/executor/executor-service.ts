@@ -30,7 +30,10 @@ import { keepSetUp, type KeptSetUp } from '../nats/keep-set-up.js';
 import { isStreamNotFound, JOBS_STREAM, KV_BUCKETS } from '../nats/streams.js';
 import { ExecutionRepository } from '../store/execution-repository.js';
 import { WorkflowRepository } from '../store/workflow-repository.js';
-import { WORKSPACES_BUCKET, WorkspaceRepository } from '../store/workspace-repository.js';
+import { CHARGES_STREAM, ChargeLedger } from '../store/charge-ledger.js';
+import { WORKSPACES_BUCKET, type WorkspaceRecord, WorkspaceRepository } from '../store/workspace-repository.js';
+import { KvCache } from '../nats/kv-cache.js';
+import { createSpendingCap } from './spending-cap.js';
 import { MalformedJobError, parseWebhookJob } from '../workflows/webhook-job.js';
 import { createExecutorMetrics, type ExecutorMetrics } from './executor-metrics.js';
 import { type ExecutionDeps, recordExhausted, recordMalformed, runExecution } from './run-execution.js';
@@ -65,11 +68,14 @@ interface Stores {
   executions: ExecutionRepository;
   workflows: WorkflowRepository;
   workspaces: WorkspaceRepository;
+  ledger: ChargeLedger;
 }
 
 /** Stores are re-opened after this long without success (NATS up but the gateway never created them). */
 const SETUP_RETRY_MS = 1000;
 const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
+/** How often the executor folds the CHARGES stream into the workspaces' spend (charge-ledger.ts). */
+const ROLLUP_INTERVAL_MS = 1000;
 
 /** Starts the executor and resolves once its HTTP port listens (NATS may still be connecting). */
 export async function startExecutor(config: ExecutorConfig, log: Logger, options: StartExecutorOptions = {}): Promise<Executor> {
@@ -95,6 +101,11 @@ class ExecutorRole extends RoleLifecycle implements Executor {
   /** The "waiting for a gateway" line is logged once, not every retry. */
   #toldWaiting = false;
   #port: number | undefined;
+  /** Budgets, watched: only workspaces with one are checked before a run (spending-cap.ts). */
+  readonly #budgets: KvCache<WorkspaceRecord>;
+  readonly #spendingCap: (workspace: string, now: Date) => Promise<string | undefined>;
+  #rollUpTimer: NodeJS.Timeout | undefined;
+  #lastRollUpError = 0;
 
   constructor(config: ExecutorConfig, log: Logger, options: StartExecutorOptions) {
     super();
@@ -130,6 +141,13 @@ class ExecutorRole extends RoleLifecycle implements Executor {
         this.#consumerReady = true;
       },
     });
+
+    this.#budgets = new KvCache<WorkspaceRecord>({ client, bucket: WORKSPACES_BUCKET, logger: log });
+    this.#spendingCap = createSpendingCap({
+      budgets: this.#budgets,
+      read: async (workspace, now) => (await this.#currentStores()).workspaces.get(workspace, now),
+    });
+    this.#scheduleRollUp();
 
     client.onState((state) => this.#metrics.setNatsConnected(state === 'connected'));
     // Open the stores on every (re)connect too, so /readyz tells the truth before the first job arrives.
@@ -174,6 +192,8 @@ class ExecutorRole extends RoleLifecycle implements Executor {
 
   protected async drain(grace: Grace): Promise<void> {
     this.#setUp.close();
+    clearTimeout(this.#rollUpTimer);
+    this.#rollUpTimer = undefined;
     const stopped = this.#loop.close();
     if (!(await grace.within(stopped))) {
       if (this.#loop.inFlight > 0)
@@ -189,6 +209,7 @@ class ExecutorRole extends RoleLifecycle implements Executor {
     this.#server.closeAllConnections();
     await serverClosed;
     this.#log.debug('http server closed');
+    await this.#budgets.close();
     await this.#client.close(this.destroyed ? 0 : undefined);
     if (this.#port !== undefined) this.#log.info('executor stopped');
   }
@@ -219,12 +240,15 @@ class ExecutorRole extends RoleLifecycle implements Executor {
       open(KV_BUCKETS.webhooks),
       open(KV_BUCKETS.executions),
       open(WORKSPACES_BUCKET),
+      jsm.streams.info(CHARGES_STREAM),
     ]);
+    const ledger = new ChargeLedger(jetstream(nc, { timeout: 3000 }), jsm, workspaces);
     this.#stores = {
       nc,
       workflows: new WorkflowRepository(workflows, webhooks, jsm, this.#config.dataKeys),
       executions: new ExecutionRepository(executions, jsm),
-      workspaces: new WorkspaceRepository(workspaces),
+      workspaces: new WorkspaceRepository(workspaces, ledger),
+      ledger,
     };
     return this.#stores;
   }
@@ -238,7 +262,8 @@ class ExecutorRole extends RoleLifecycle implements Executor {
     return {
       executions: s.executions,
       workflows: s.workflows,
-      workspaces: s.workspaces,
+      charges: s.ledger,
+      spendingCap: this.#spendingCap,
       runners: this.#runners,
       executeDeadlineMs: this.#config.executeDeadlineMs,
       executeDeadlineSlackMs: EXECUTE_DEADLINE_SLACK_MS,
@@ -246,6 +271,28 @@ class ExecutorRole extends RoleLifecycle implements Executor {
       log: this.#log,
       observer: { execute: (seconds, outcome) => this.#metrics.execute(seconds, outcome) },
     };
+  }
+
+  /**
+   * Folds the charges stored since the last roll-up into the workspaces' spend, every ROLLUP_INTERVAL_MS
+   * while the stores are open (every executor does; they do not count anything twice, charge-ledger.ts).
+   */
+  #scheduleRollUp(): void {
+    this.#rollUpTimer = setTimeout(async () => {
+      const s = this.#stores;
+      if (s && this.#client.connection === s.nc && this.#client.isConnected) {
+        try {
+          while ((await s.ledger.rollUp((ws, charges, end) => s.workspaces.fold(ws, charges, end, new Date()).then(() => undefined))) >= 10_000);
+        } catch (err) {
+          if (Date.now() - this.#lastRollUpError > 10_000) {
+            this.#lastRollUpError = Date.now();
+            this.#log.warn({ err: (err as Error).message }, 'rolling up charges failed; retrying (spend reads stay exact)');
+          }
+        }
+      }
+      if (this.#rollUpTimer !== undefined) this.#scheduleRollUp();
+    }, ROLLUP_INTERVAL_MS);
+    this.#rollUpTimer.unref();
   }
 
   async #handle(job: Job): Promise<void> {

@@ -1,18 +1,20 @@
 /**
- * One execution of a workflow, from its job: render each node's input, call the runner's `Execute`, and
- * keep the execution record up to date (queued → running → succeeded / failed, per-node entries, error,
- * times, cost), then charge the workspace.
+ * One execution of a workflow, from its job: check the workspace's spending cap, render each node's input,
+ * call the runner's `Execute`, and keep the execution record up to date (queued → running → succeeded /
+ * failed, per-node entries, error, times, cost), charging the workspace just before the final write.
  *
  * Exactly once in the record, at least once in effect:
  * - a job whose execution is already succeeded or failed is a no-op (a redelivery after the record was
- *   written but before the ack arrived): only a missing charge is made up;
+ *   written but before the ack arrived): only the charge is made again, which the ledger refuses if it
+ *   has it (src/store/charge-ledger.ts);
  * - a redelivered job whose execution stopped half-way (the executor died) resumes after the last node
  *   that succeeded, reusing its recorded output; the node that was running when the executor died runs
  *   again (the runner cannot tell whether its side effects happened; integration code that must not
  *   repeat them keys them on `data.input`'s execution id or its own idempotency keys);
- * - the cost is charged once per execution: the final record says `charged: false` until the charge is
- *   made, so a crash between the two makes the redelivery charge, and only a crash between the charge and
- *   the next write could charge twice;
+ * - the cost is charged once per execution: the charge is a message keyed by the execution id that the
+ *   ledger stores once and refuses ever after, sent before the final record is written. A crash between the
+ *   two (or a lost ack) makes the redelivery charge again — refused — so nothing is charged twice, and
+ *   a finished record always has its charge;
  * - every write of the record is fenced: a compare-and-set on the KV revision this attempt read or last
  *   wrote. An executor that lost its job (its delivery timed out and the job went to another executor,
  *   or it was cut off from NATS meanwhile) finds the record moved on at its next write; it then re-reads
@@ -32,7 +34,7 @@ import { ResultKind } from '../gen/ldbox/runner/v1/runner_pb.js';
 import type { Logger } from '../logging/logger.js';
 import type { ExecutionRecord, ExecutionRepository } from '../store/execution-repository.js';
 import { isSecretUnavailable, isStaleRecord } from '../store/store-errors.js';
-import type { WorkspaceRepository } from '../store/workspace-repository.js';
+import type { Charge } from '../store/charge-ledger.js';
 import { isTemplateError, renderTemplates } from '../workflows/template.js';
 import type { WebhookJob } from '../workflows/webhook-job.js';
 import type { NodeRecord, WorkflowRecord } from '../workflows/workflow-model.js';
@@ -56,7 +58,14 @@ export interface ExecutionObserver {
 export interface ExecutionDeps {
   executions: Pick<ExecutionRepository, 'read' | 'write'>;
   workflows: { get(id: string): Promise<WorkflowRecord | undefined> };
-  workspaces: Pick<WorkspaceRepository, 'charge'>;
+  /** Where costs go (ChargeLedger): idempotent per execution id. */
+  charges: { charge(c: Charge): Promise<'charged' | 'already_charged'> };
+  /**
+   * The spending-cap check made before an execution runs: resolves a message when its workspace has
+   * spent its monthly budget (the execution then fails without running), undefined when it may run.
+   * Absent: no check (tests of other behaviour).
+   */
+  spendingCap?: (workspace: string, now: Date) => Promise<string | undefined>;
   runners: Pick<RunnerClients, 'execute'>;
   /** Deadline of an `Execute` call whose node sets no timeout; a node's own timeout gets the same slack. */
   executeDeadlineMs: number;
@@ -139,7 +148,7 @@ async function run(job: WebhookJob, attempt: number, deps: ExecutionDeps, signal
   const now = deps.now ?? (() => new Date());
   const { record: existing, revision } = await deps.executions.read(job.workflowId, job.executionId);
   if (existing && isFinal(existing)) {
-    await settleCharge({ rec: existing, revision }, deps);
+    await settleCharge(existing, deps);
     return 'already_finished';
   }
   const rec = continuedRecord(job, existing, { startedAt: now().toISOString(), attempts: Math.max((existing?.attempts ?? 0) + 1, attempt) });
@@ -160,6 +169,11 @@ async function run(job: WebhookJob, attempt: number, deps: ExecutionDeps, signal
     throw err;
   }
   if (!workflow) return finish(f, 'failed', `workflow ${job.workflowId} was deleted before the execution ran`, deps);
+  const capped = await deps.spendingCap?.(job.workspace, now());
+  if (capped !== undefined) {
+    deps.log.info({ workflowId: job.workflowId, executionId: job.executionId, workspace: job.workspace }, 'spending cap reached: execution not run');
+    return finish(f, 'failed', capped, deps);
+  }
 
   const share = nodeShareBytes(deps.maxRecordBytes(), jsonBytes(job.trigger), workflow.nodes.length);
   const outputs: Record<string, { output: JsonValue }> = Object.create(null);
@@ -208,7 +222,6 @@ function continuedRecord(job: WebhookJob, existing: ExecutionRecord | undefined,
     finishedAt: null,
     attempts: at.attempts,
     costUnits: existing?.costUnits ?? 0,
-    charged: false,
     unrecordedOutputs: existing?.unrecordedOutputs ?? [],
   };
 }
@@ -279,26 +292,24 @@ async function runNode(
   return { node: { id: node.id, status: 'succeeded', startedAt, finishedAt, logs: res.logs, output }, costUnits };
 }
 
-/** Writes the final record, then charges the workspace. */
+/** Charges the execution's cost, then writes the final record (see the module comment for the order). */
 async function finish(f: Fenced, status: 'succeeded' | 'failed', error: string, deps: ExecutionDeps): Promise<RunOutcome> {
   const rec = f.rec;
   rec.status = status;
   rec.error = error;
   rec.finishedAt = (deps.now ?? (() => new Date()))().toISOString();
-  rec.charged = rec.costUnits === 0;
+  await settleCharge(rec, deps);
   await save(f, deps);
-  await settleCharge(f, deps);
   return status;
 }
 
-/** Adds a finished execution's cost to its workspace unless that was done. */
-async function settleCharge(f: Fenced, deps: ExecutionDeps): Promise<void> {
-  const rec = f.rec;
-  // Records written before the `charged` field existed, and queued ones, have it undefined: nothing owed.
-  if (rec.charged !== false) return;
-  if (rec.costUnits > 0) await deps.workspaces.charge(rec.workspace, rec.costUnits, (deps.now ?? (() => new Date()))());
-  rec.charged = true;
-  await save(f, deps);
+/**
+ * Charges a finished execution's cost (the ledger refuses a second charge of one execution). Records
+ * charged by the per-workspace counter this ledger replaced say `charged: true` and are left alone.
+ */
+async function settleCharge(rec: ExecutionRecord, deps: ExecutionDeps): Promise<void> {
+  if (rec.charged === true || !(rec.costUnits > 0)) return;
+  await deps.charges.charge({ workspace: rec.workspace, executionId: rec.id, units: rec.costUnits, at: rec.finishedAt ?? new Date().toISOString() });
 }
 
 /**
@@ -316,7 +327,7 @@ async function exhausted(job: WebhookJob, attempts: number, error: unknown, deps
   const now = deps.now ?? (() => new Date());
   const { record: existing, revision } = await deps.executions.read(job.workflowId, job.executionId);
   if (existing && isFinal(existing)) {
-    await settleCharge({ rec: existing, revision }, deps);
+    await settleCharge(existing, deps);
     return 'already_finished';
   }
   const reason = error === undefined ? 'the executor stopped during the last one' : ((error as Error)?.message ?? String(error));
@@ -357,7 +368,6 @@ async function malformed(ids: { workflowId: string; executionId: string }, messa
     finishedAt: nowIso,
     attempts: (existing?.attempts ?? 0) + 1,
     costUnits: 0,
-    charged: true,
   };
   await save({ rec, revision }, deps);
 }
