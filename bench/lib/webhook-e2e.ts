@@ -41,6 +41,7 @@ import { randomBytes } from 'node:crypto';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, KvWatchInclude } from '@nats-io/kv';
+import { procCpuMicros } from './webhook-nats.js';
 
 export interface EndToEndPhase {
   /** Webhooks sent in the phase (each expected to be 202 and then `succeeded`). */
@@ -64,6 +65,11 @@ export interface EndToEndPhase {
   wallMs: number;
   /** `executions / wallMs` per second. */
   perSec: number;
+  /**
+   * CPU per succeeded execution over the phase, µs (user + system, /proc/PID/stat): each child, nats-server
+   * (when its pid is known) and this measuring process (the HTTP client and the KV watch).
+   */
+  cpuUsPerExec: Record<string, number>;
 }
 
 export interface EndToEndResult {
@@ -87,7 +93,7 @@ export interface EndToEndResult {
 export interface EndToEndOptions {
   /** Phase (a): sequential webhooks. Default 200. */
   sequential?: number;
-  /** Phase (b): webhooks in the burst. Default 2000. */
+  /** Phase (b): webhooks in the burst. Default 4000. */
   burst?: number;
   /** Phase (b): concurrent keep-alive connections. Default 4. */
   conns?: number;
@@ -97,6 +103,11 @@ export interface EndToEndOptions {
   timeoutMs?: number;
   /** Progress lines on stderr. */
   log?: (line: string) => void;
+  /** nats-server's pid, for its CPU per execution. */
+  natsPid?: number;
+  /** Children run with `node --cpu-prof`, profiles written to `profileDir`. */
+  profile?: ReadonlyArray<'gateway' | 'runner' | 'executor'>;
+  profileDir?: string;
 }
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
@@ -133,8 +144,9 @@ function exited(p: ChildProcess): Promise<void> {
   return new Promise((r) => p.once('exit', () => r()));
 }
 
-async function startChild(kind: ChildKind, env: NodeJS.ProcessEnv): Promise<Child> {
+async function startChild(kind: ChildKind, env: NodeJS.ProcessEnv, profileDir?: string): Promise<Child> {
   const args = kind === 'gateway' ? [SERVER_JS, 'gateway'] : [SELF_JS, kind];
+  if (profileDir) args.unshift('--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${kind}-\${pid}.cpuprofile`);
   const proc = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
   track(proc);
   let stderr = '';
@@ -283,12 +295,13 @@ async function resetJetStream(nc: NatsConnection): Promise<void> {
  */
 export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {}): Promise<EndToEndResult | undefined> {
   const sequential = opts.sequential ?? 200;
-  const burst = opts.burst ?? 2000;
+  const burst = opts.burst ?? 4000;
   const conns = opts.conns ?? 4;
   const warmup = opts.warmup ?? 10;
   const timeoutMs = opts.timeoutMs ?? 60_000;
   const log = opts.log ?? (() => undefined);
   const loadBefore = loadavg()[0]!;
+  const profiled = (kind: ChildKind): string | undefined => (opts.profile?.includes(kind) ? opts.profileDir : undefined);
 
   const children: Child[] = [];
   let nc: NatsConnection | undefined;
@@ -302,26 +315,34 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
     const dataKey = randomBytes(32).toString('base64');
     // allSettled: should one fail, the other is still known (and stopped below) once it started.
     const started = await Promise.allSettled([
-      startChild('gateway', {
-        LDBOX_GATEWAY_PORT: '0',
-        LDBOX_GATEWAY_HOST: '127.0.0.1',
-        LDBOX_ADMIN_TOKEN: adminToken,
-        LDBOX_DATA_KEY: dataKey,
-        NATS_URL: natsUrl,
-        LDBOX_WEBHOOK_RATE: '0',
-      }),
-      startChild('runner', { LDBOX_RUNNER_PORT: '0' }),
+      startChild(
+        'gateway',
+        {
+          LDBOX_GATEWAY_PORT: '0',
+          LDBOX_GATEWAY_HOST: '127.0.0.1',
+          LDBOX_ADMIN_TOKEN: adminToken,
+          LDBOX_DATA_KEY: dataKey,
+          NATS_URL: natsUrl,
+          LDBOX_WEBHOOK_RATE: '0',
+        },
+        profiled('gateway'),
+      ),
+      startChild('runner', { LDBOX_RUNNER_PORT: '0' }, profiled('runner')),
     ]);
     for (const r of started) if (r.status === 'fulfilled') children.push(r.value);
     for (const r of started) if (r.status === 'rejected') throw r.reason;
     const [gateway, runner] = children as [Child, Child];
     // After the gateway: it creates the stream and the buckets the executor opens.
-    const executor = await startChild('executor', {
-      NATS_URL: natsUrl,
-      LDBOX_EXECUTOR_PORT: '0',
-      LDBOX_DATA_KEY: dataKey,
-      LDBOX_RUNNER_URLS: `http://127.0.0.1:${runner.port}`,
-    });
+    const executor = await startChild(
+      'executor',
+      {
+        NATS_URL: natsUrl,
+        LDBOX_EXECUTOR_PORT: '0',
+        LDBOX_DATA_KEY: dataKey,
+        LDBOX_RUNNER_URLS: `http://127.0.0.1:${runner.port}`,
+      },
+      profiled('executor'),
+    );
     children.push(executor);
 
     const workflowId = await createWorkflow(gateway.port, adminToken);
@@ -394,7 +415,17 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
       });
     };
 
-    const summarize = (ids: string[], rejectedFrom: number, sent: number, t0: number, tEnd: number): EndToEndPhase => {
+    /** CPU so far, µs, of every process that takes part. */
+    const cpuNow = (): Record<string, number> => {
+      const out: Record<string, number> = {};
+      for (const c of children) out[c.kind] = procCpuMicros(c.proc.pid!);
+      if (opts.natsPid !== undefined) out['nats-server'] = procCpuMicros(opts.natsPid);
+      const self = process.cpuUsage();
+      out['bench client'] = self.user + self.system;
+      return out;
+    };
+    const summarize = (ids: string[], rejectedFrom: number, sent: number, t0: number, tEnd: number, cpu0: Record<string, number>): EndToEndPhase => {
+      const cpu1 = cpuNow();
       const ok = ids.map((id) => tracks.get(id)!).filter((t) => t.final === 'succeeded');
       const bad = ids.map((id) => tracks.get(id)!).filter((t) => t.final !== 'succeeded');
       const rej = rejected.slice(rejectedFrom);
@@ -419,6 +450,7 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
         runningSeen: withRunning.length,
         wallMs,
         perSec: ok.length / (wallMs / 1000),
+        cpuUsPerExec: Object.fromEntries(Object.keys(cpu1).map((k) => [k, (cpu1[k]! - (cpu0[k] ?? 0)) / Math.max(1, ok.length)])),
       };
     };
 
@@ -435,6 +467,7 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
     // ---- (a) unloaded: one at a time
     log(`part 2: ${sequential} sequential webhooks…`);
     const seqIds: string[] = [];
+    const seqCpu = cpuNow();
     const seqT0 = performance.now();
     for (let i = 0; i < sequential; i++) {
       const t0 = performance.now();
@@ -443,7 +476,7 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
       seqIds.push(id);
       await finished(id, t0 + timeoutMs);
     }
-    const unloaded = summarize(seqIds, 0, sequential, seqT0, performance.now());
+    const unloaded = summarize(seqIds, 0, sequential, seqT0, performance.now(), seqCpu);
 
     // ---- (b) throughput: as fast as `conns` connections allow, then wait for all
     log(`part 2: ${burst} webhooks on ${conns} connections…`);
@@ -452,6 +485,7 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
     agents.push(burstAgent);
     const burstIds: string[] = [];
     let next = 0;
+    const burstCpu = cpuNow();
     const burstT0 = performance.now();
     await Promise.all(
       Array.from({ length: conns }, async () => {
@@ -465,7 +499,7 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
     const lastPost = performance.now();
     log(`part 2: ${burstIds.length} accepted in ${((lastPost - burstT0) / 1000).toFixed(1)} s, waiting for the executions…`);
     await Promise.all(burstIds.map((id) => finished(id, tracks.get(id)!.post! + timeoutMs)));
-    const loaded = { ...summarize(burstIds, rejFrom, burst, burstT0, performance.now()), conns };
+    const loaded = { ...summarize(burstIds, rejFrom, burst, burstT0, performance.now(), burstCpu), conns };
 
     watch.stop();
     return {
