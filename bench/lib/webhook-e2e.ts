@@ -12,7 +12,7 @@
  *       runner    this file, `runner`: `startRunnerServer(loadRunnerConfig(env))`, port 0, pool size from
  *                 LDBOX_POOL_SIZE (default: the runner's own, one worker per core);
  *       executor  this file, `executor`: `startExecutor(loadExecutorConfig(env))` against that runner,
- *                 concurrency from LDBOX_EXECUTOR_CONCURRENCY (default: the executor's own, 16);
+ *                 concurrency from LDBOX_EXECUTOR_CONCURRENCY (default here 64; the executor's own is 16);
  *     production loggers at LDBOX_LOG_LEVEL (info) on stdout → /dev/null; they are not pinned to a CPU
  *     (nats-server stays on the CPU part 1 pinned it to);
  *   - a one-node workflow created through the control plane (Connect JSON CreateWorkflow,
@@ -111,6 +111,8 @@ export interface EndToEndOptions {
 }
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
+/** Jobs the executor runs at once: 64 unless LDBOX_EXECUTOR_CONCURRENCY says (its default, 16, leaves the runner idle between calls). */
+const EXECUTOR_CONCURRENCY = process.env.LDBOX_EXECUTOR_CONCURRENCY ?? '64';
 const SELF_JS = join(HERE, 'webhook-e2e.js');
 const SERVER_JS = join(HERE, 'webhook-server.js');
 
@@ -338,6 +340,7 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
       {
         NATS_URL: natsUrl,
         LDBOX_EXECUTOR_PORT: '0',
+        LDBOX_EXECUTOR_CONCURRENCY: EXECUTOR_CONCURRENCY,
         LDBOX_DATA_KEY: dataKey,
         LDBOX_RUNNER_URLS: `http://127.0.0.1:${runner.port}`,
       },
@@ -517,7 +520,7 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
         warmup,
         timeoutMs,
         poolSize: process.env.LDBOX_POOL_SIZE ?? 'default (1 per core)',
-        executorConcurrency: process.env.LDBOX_EXECUTOR_CONCURRENCY ?? 'default (16)',
+        executorConcurrency: EXECUTOR_CONCURRENCY,
       },
       loadAvg1: { before: loadBefore, after: loadavg()[0]! },
     };

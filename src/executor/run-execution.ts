@@ -89,6 +89,17 @@ const isFinal = (r: ExecutionRecord | undefined): boolean => r?.status === 'succ
 interface Fenced {
   rec: ExecutionRecord;
   revision: number;
+  /**
+   * The record was not read: a first delivery assumes there is none and creates it (revision 0), which
+   * saves a read per execution. Should the create find one (the same job published twice), the attempt
+   * starts over from a read ({@link NotFirstError}); nothing has run by then.
+   */
+  assumedNew?: boolean;
+}
+
+/** A first delivery's create found a record: start over, reading it. */
+class NotFirstError extends Error {
+  override readonly name = 'NotFirstError';
 }
 
 /** A fenced write found the record moved on: this attempt stops (caught at the entry points below). */
@@ -107,9 +118,11 @@ class RecordMovedOnError extends Error {
 async function save(f: Fenced, deps: ExecutionDeps): Promise<void> {
   try {
     f.revision = await deps.executions.write(f.rec, f.revision);
+    f.assumedNew = false;
     return;
   } catch (err) {
     if (!isStaleRecord(err)) throw err;
+    if (f.assumedNew) throw new NotFirstError('the execution has a record already', { cause: err });
   }
   const now = await deps.executions.read(f.rec.workflowId, f.rec.id);
   if (now.record !== undefined && JSON.stringify(now.record) === JSON.stringify(f.rec)) {
@@ -141,18 +154,25 @@ async function fenced<T>(ids: { workflowId: string; executionId: string }, deps:
  * Resolves once the final record is written and the workspace charged; throws to have the job retried.
  */
 export function runExecution(job: WebhookJob, attempt: number, deps: ExecutionDeps, signal?: AbortSignal): Promise<RunOutcome> {
-  return fenced(job, deps, () => run(job, attempt, deps, signal));
+  return fenced(job, deps, async () => {
+    try {
+      return await run(job, attempt, deps, signal, attempt === 1);
+    } catch (err) {
+      if (!(err instanceof NotFirstError)) throw err;
+      return run(job, attempt, deps, signal, false);
+    }
+  });
 }
 
-async function run(job: WebhookJob, attempt: number, deps: ExecutionDeps, signal: AbortSignal | undefined): Promise<RunOutcome> {
+async function run(job: WebhookJob, attempt: number, deps: ExecutionDeps, signal: AbortSignal | undefined, assumeNew: boolean): Promise<RunOutcome> {
   const now = deps.now ?? (() => new Date());
-  const { record: existing, revision } = await deps.executions.read(job.workflowId, job.executionId);
+  const { record: existing, revision } = assumeNew ? { record: undefined, revision: 0 } : await deps.executions.read(job.workflowId, job.executionId);
   if (existing && isFinal(existing)) {
     await settleCharge(existing, deps);
     return 'already_finished';
   }
   const rec = continuedRecord(job, existing, { startedAt: now().toISOString(), attempts: Math.max((existing?.attempts ?? 0) + 1, attempt) });
-  const f: Fenced = { rec, revision };
+  const f: Fenced = { rec, revision, assumedNew: assumeNew };
 
   let workflow;
   try {
@@ -186,7 +206,10 @@ async function run(job: WebhookJob, attempt: number, deps: ExecutionDeps, signal
   }
   rec.nodes = rec.nodes.slice(0, resumeAt);
   rec.unrecordedOutputs = rec.unrecordedOutputs!.filter((id) => workflow.nodes.slice(0, resumeAt).some((n) => n.id === id));
-  await save(f, deps);
+  // One write per node start, no more: the `running` status and the entry of the node that starts go in
+  // one write, as do a node's result and the start of the next (rendering the next node's input, the
+  // only work in between, is synchronous). Every node's result is stored before the next node's call,
+  // so a redelivery still resumes after the last node that succeeded.
 
   for (const [i, node] of workflow.nodes.entries()) {
     if (i < resumeAt) continue;
@@ -202,7 +225,6 @@ async function run(job: WebhookJob, attempt: number, deps: ExecutionDeps, signal
     if (!entry.outputRecorded) rec.unrecordedOutputs!.push(node.id);
     if (outcome.node.status === 'failed') return finish(f, 'failed', runError(node.id, outcome.node.error!.message), deps);
     outputs[node.id] = { output: outcome.node.output ?? null };
-    if (i < workflow.nodes.length - 1) await save(f, deps);
   }
   return finish(f, 'succeeded', '', deps);
 }

@@ -5,6 +5,7 @@
  * Delivery semantics (at least once, nothing silently dropped):
  * - A job not acked within `ack_wait` (default 30 s) is redelivered; a long run keeps its job with
  *   `working()` heartbeats (sent automatically by {@link runJobConsumer} every ack_wait/3).
+ * - A job whose handler resolved is acked without waiting for a confirmation ({@link Job.ackNoWait}).
  * - Attempts are bounded by `maxAttempts` (default 5). {@link Job.isLastAttempt} tells the handler that a
  *   failure now is final, so it records the execution as failed instead of retrying.
  * - The server's `max_deliver` is `maxAttempts + extraDeliveries` (default +2), not `maxAttempts`: if the
@@ -174,6 +175,16 @@ export class Job {
     }
   }
 
+  /**
+   * Acknowledge without waiting for the server's confirmation: one message out, no request. What the loop
+   * uses after a handler resolved — a lost ack only means a redelivery, which the executor treats as a
+   * no-op for a finished execution — so a job does not cost a request and a round trip more.
+   */
+  ackNoWait(): void {
+    if (this.#settle()) return;
+    this.msg.ack();
+  }
+
   /** Give the job back for another attempt, after `delayMs` (server-side delay). */
   nak(delayMs?: number): void {
     if (this.#settle()) return;
@@ -322,7 +333,7 @@ export function runJobConsumer(opts: RunJobConsumerOptions): JobConsumerLoop {
     if (heartbeatMs > 0) job.startHeartbeat(heartbeatMs);
     try {
       await opts.handler(job);
-      if (!job.settled) await job.ack();
+      if (!job.settled) job.ackNoWait();
     } catch (err) {
       if (job.settled) {
         log.error({ err, seq: job.seq }, 'job handler threw after settling the job');
