@@ -5,8 +5,9 @@
  *
  * It starts before NATS (and before the gateway has created the stream and buckets) and rides out
  * outages: the connection reconnects forever, the buckets are re-opened after every reconnect, and the
- * consumer loop waits and pulls again. The executor never creates or changes the stream or the buckets —
- * their limits are the gateway's configuration — it only creates its durable consumer.
+ * consumer loop waits and pulls again. The executor never changes the stream or the buckets — their limits
+ * are the gateway's configuration — it creates its durable consumer, and the CHARGES stream when a gateway
+ * older than it has not (with the executions bucket's retention and replicas, as a gateway would).
  *
  * Stopping (SIGTERM, `close(drainMs)`): no new pulls; running jobs get `drainMs` to finish, then their runner
  * calls are cancelled and the jobs given back (nak) for another executor, without waiting out the ack wait.
@@ -30,7 +31,7 @@ import { keepSetUp, type KeptSetUp } from '../nats/keep-set-up.js';
 import { isStreamNotFound, JOBS_STREAM, KV_BUCKETS } from '../nats/streams.js';
 import { ExecutionRepository } from '../store/execution-repository.js';
 import { WorkflowRepository } from '../store/workflow-repository.js';
-import { CHARGES_STREAM, ChargeLedger } from '../store/charge-ledger.js';
+import { CHARGES_STREAM, ChargeLedger, ensureChargesStream } from '../store/charge-ledger.js';
 import { WORKSPACES_BUCKET, type WorkspaceRecord, WorkspaceRepository } from '../store/workspace-repository.js';
 import { KvCache } from '../nats/kv-cache.js';
 import { createSpendingCap } from './spending-cap.js';
@@ -240,7 +241,13 @@ class ExecutorRole extends RoleLifecycle implements Executor {
       open(KV_BUCKETS.webhooks),
       open(KV_BUCKETS.executions),
       open(WORKSPACES_BUCKET),
-      jsm.streams.info(CHARGES_STREAM),
+      jsm.streams.info(CHARGES_STREAM).catch(async (err: unknown) => {
+        if (!isStreamNotFound(err)) throw err;
+        // Gateways older than the ledger do not create it (upgrades go executors first): create it as a
+        // gateway would, from the limits the gateways gave the executions bucket. The gateways own it after.
+        const records = (await jsm.streams.info(`KV_${KV_BUCKETS.executions}`)).config;
+        await ensureChargesStream(jsm, { maxAgeMs: records.max_age / 1_000_000, replicas: records.num_replicas });
+      }),
     ]);
     const ledger = new ChargeLedger(jetstream(nc, { timeout: 3000 }), jsm, workspaces);
     this.#stores = {

@@ -252,3 +252,20 @@ t.test('the spending cap under concurrency: the spend ends within budget + concu
   t.ok(total <= BUDGET - 1 + CONCURRENCY * maxCost, `overshoot ${total - BUDGET} within concurrency × cost = ${CONCURRENCY * maxCost}`);
   t.ok(refused.length > 0, 'executions past the cap were refused');
 });
+
+t.test('an executor started beside a gateway older than the ledger creates the CHARGES stream, with the records’ retention', async (t) => {
+  const s = await stackFixture(t, { noExecutor: true });
+  const client = await (await import('@nats-io/transport-node')).connect({ servers: s.nats.url });
+  t.teardown(() => client.close());
+  const jsm = await jetstreamManager(client);
+  t.ok(await jsm.streams.delete('CHARGES'), 'as an older gateway leaves it: absent');
+  const executor = await s.startExecutor();
+  await waitFor(() => executor.ready(), 10_000, 'the executor ready');
+  const [charges, records] = await Promise.all([jsm.streams.info('CHARGES'), jsm.streams.info('KV_ldbox-executions')]);
+  t.equal(charges.config.max_age, records.config.max_age, 'kept as long as execution records');
+  t.equal(charges.config.num_replicas, records.config.num_replicas);
+  const wf = await createFlow(s.base, [{ id: 'a', code: 'return 1' }]);
+  const ex = await waitForFinish(s.base, (await hook(s.base, wf.id, { body: {} })).json.executionId);
+  t.equal(ex.status, SUCCEEDED);
+  t.equal((await getWorkspace(s.base, 'ws')).spentUnits, ex.costUnits, 'charged');
+});
