@@ -227,7 +227,7 @@ export interface RunJobConsumerOptions extends JobConsumerOptions {
    * removed (term); throw → it is retried (nak) within the extra deliveries.
    */
   onExhausted: (job: Job, error: unknown) => Promise<void>;
-  /** Jobs handled at once (one pull per free slot, no prefetch: a prefetched job's ack_wait would tick). Default 1. */
+  /** Jobs handled at once (one fetch for the free slots, no prefetch: a prefetched job's ack_wait would tick). Default 1. */
   concurrency?: number;
   /** Delay before a failed attempt is redelivered. Default 1 s, 2 s, 4 s, … capped at 30 s. */
   retryDelayMs?: (attempt: number) => number;
@@ -359,8 +359,35 @@ export function runJobConsumer(opts: RunJobConsumerOptions): JobConsumerLoop {
     }
   };
 
-  const slot = async (): Promise<void> => {
+  const concurrency = Math.max(1, opts.concurrency ?? 1);
+  const running = new Set<Promise<void>>();
+  /** Resolved (and replaced) whenever a job finishes: the puller waits on it while every slot is busy. */
+  let freeSlot = (): void => undefined;
+  let slotFreed = new Promise<void>((r) => (freeSlot = r));
+
+  const start = (msg: JsMsg): void => {
+    inFlight++;
+    const p = handle(msg).finally(() => {
+      inFlight--;
+      running.delete(p);
+      freeSlot();
+      slotFreed = new Promise<void>((r) => (freeSlot = r));
+    });
+    running.add(p);
+  };
+
+  /**
+   * One pull for every free slot: a fetch of that many jobs (one request, not one per job), each job
+   * started as it arrives. No prefetch — never more jobs delivered than slots free — so no job's ack_wait
+   * ticks while it waits here. The next fetch is made when this one is complete (all its jobs arrived) or
+   * expires.
+   */
+  const pull = async (): Promise<void> => {
     while (!stopCtl.signal.aborted) {
+      if (inFlight >= concurrency) {
+        await Promise.race([slotFreed, stopped]);
+        continue;
+      }
       let nc: NatsConnection;
       try {
         nc = await opts.client.whenConnected(stopCtl.signal);
@@ -369,23 +396,18 @@ export function runJobConsumer(opts: RunJobConsumerOptions): JobConsumerLoop {
       }
       try {
         const c = await getConsumer(nc);
-        const pull = c.next({ expires });
-        const msg = await Promise.race([pull, stopped]);
-        if (msg === STOPPED || stopCtl.signal.aborted) {
-          // Do not wait out the pull: a job it still brings is handed straight back.
-          void pull.then(
-            (m) => m?.nak(),
-            () => undefined,
-          );
-          if (msg && msg !== STOPPED) msg.nak();
+        const batch = await c.fetch({ max_messages: concurrency - inFlight, expires });
+        const delivered = (async () => {
+          for await (const msg of batch) {
+            // Stopped meanwhile: a job this fetch still brings is handed straight back.
+            if (stopCtl.signal.aborted) msg.nak();
+            else start(msg);
+          }
+        })();
+        // Do not wait out the fetch when stopping (it goes on in the background, giving back what it brings).
+        if ((await Promise.race([delivered, stopped])) === STOPPED) {
+          delivered.catch(() => undefined);
           return;
-        }
-        if (!msg) continue;
-        inFlight++;
-        try {
-          await handle(msg);
-        } finally {
-          inFlight--;
         }
       } catch (err) {
         if (stopCtl.signal.aborted) return;
@@ -409,8 +431,9 @@ export function runJobConsumer(opts: RunJobConsumerOptions): JobConsumerLoop {
     }
   };
 
-  const slots = Array.from({ length: Math.max(1, opts.concurrency ?? 1) }, () => slot());
-  const all = Promise.all(slots);
+  const all = pull().then(async () => {
+    while (running.size > 0) await Promise.allSettled([...running]);
+  });
   return {
     get inFlight() {
       return inFlight;
