@@ -35,6 +35,7 @@ import { CHARGES_STREAM, ChargeLedger, ensureChargesStream } from '../store/char
 import { WORKSPACES_BUCKET, type WorkspaceRecord, WorkspaceRepository } from '../store/workspace-repository.js';
 import { KvCache } from '../nats/kv-cache.js';
 import { createSpendingCap } from './spending-cap.js';
+import { WorkflowCopies } from './workflow-copies.js';
 import { MalformedJobError, parseWebhookJob } from '../workflows/webhook-job.js';
 import { createExecutorMetrics, type ExecutorMetrics } from './executor-metrics.js';
 import { type ExecutionDeps, recordExhausted, recordMalformed, runExecution } from './run-execution.js';
@@ -106,6 +107,7 @@ class ExecutorRole extends RoleLifecycle implements Executor {
   readonly #budgets: KvCache<WorkspaceRecord>;
   readonly #spendingCap: (workspace: string, now: Date) => Promise<string | undefined>;
   #rollUpTimer: NodeJS.Timeout | undefined;
+  readonly #workflowCopies: WorkflowCopies;
   #lastRollUpError = 0;
 
   constructor(config: ExecutorConfig, log: Logger, options: StartExecutorOptions) {
@@ -144,6 +146,7 @@ class ExecutorRole extends RoleLifecycle implements Executor {
     });
 
     this.#budgets = new KvCache<WorkspaceRecord>({ client, bucket: WORKSPACES_BUCKET, logger: log });
+    this.#workflowCopies = new WorkflowCopies(client, config.dataKeys, async (id) => (await this.#currentStores()).workflows.get(id), log);
     this.#spendingCap = createSpendingCap({
       budgets: this.#budgets,
       read: async (workspace, now) => (await this.#currentStores()).workspaces.get(workspace, now),
@@ -210,7 +213,7 @@ class ExecutorRole extends RoleLifecycle implements Executor {
     this.#server.closeAllConnections();
     await serverClosed;
     this.#log.debug('http server closed');
-    await this.#budgets.close();
+    await Promise.all([this.#budgets.close(), this.#workflowCopies.close()]);
     await this.#client.close(this.destroyed ? 0 : undefined);
     if (this.#port !== undefined) this.#log.info('executor stopped');
   }
@@ -268,7 +271,7 @@ class ExecutorRole extends RoleLifecycle implements Executor {
   #deps(s: Stores): ExecutionDeps {
     return {
       executions: s.executions,
-      workflows: s.workflows,
+      workflows: this.#workflowCopies,
       charges: s.ledger,
       spendingCap: this.#spendingCap,
       runners: this.#runners,

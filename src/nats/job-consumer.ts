@@ -367,12 +367,14 @@ export function runJobConsumer(opts: RunJobConsumerOptions): JobConsumerLoop {
 
   const start = (msg: JsMsg): void => {
     inFlight++;
-    const p = handle(msg).finally(() => {
-      inFlight--;
-      running.delete(p);
-      freeSlot();
-      slotFreed = new Promise<void>((r) => (freeSlot = r));
-    });
+    const p = handle(msg)
+      .catch((err: unknown) => log.error({ err, seq: msg.seq }, 'job handling failed unexpectedly; the job will be redelivered'))
+      .finally(() => {
+        inFlight--;
+        running.delete(p);
+        freeSlot();
+        slotFreed = new Promise<void>((r) => (freeSlot = r));
+      });
     running.add(p);
   };
 
