@@ -40,6 +40,7 @@ import { MalformedJobError, parseWebhookJob } from '../workflows/webhook-job.js'
 import { createExecutorMetrics, type ExecutorMetrics } from './executor-metrics.js';
 import { type ExecutionDeps, recordExhausted, recordMalformed, runExecution } from './run-execution.js';
 import { RunnerClients } from './runner-clients.js';
+import { JobPublisher } from '../nats/job-publisher.js';
 
 export interface Executor {
   /** The bound port of the health/metrics server. */
@@ -108,6 +109,8 @@ class ExecutorRole extends RoleLifecycle implements Executor {
   readonly #spendingCap: (workspace: string, now: Date) => Promise<string | undefined>;
   #rollUpTimer: NodeJS.Timeout | undefined;
   readonly #workflowCopies: WorkflowCopies;
+  /** Record writes and charges: plain publishes with PubAcks matched by token (src/nats/job-publisher.ts). */
+  readonly #publisher: JobPublisher;
   #lastRollUpError = 0;
 
   constructor(config: ExecutorConfig, log: Logger, options: StartExecutorOptions) {
@@ -145,6 +148,7 @@ class ExecutorRole extends RoleLifecycle implements Executor {
       },
     });
 
+    this.#publisher = new JobPublisher(client, { timeoutMs: 3000 });
     this.#budgets = new KvCache<WorkspaceRecord>({ client, bucket: WORKSPACES_BUCKET, logger: log });
     this.#workflowCopies = new WorkflowCopies(client, config.dataKeys, async (id) => (await this.#currentStores()).workflows.get(id), log);
     this.#spendingCap = createSpendingCap({
@@ -213,6 +217,7 @@ class ExecutorRole extends RoleLifecycle implements Executor {
     this.#server.closeAllConnections();
     await serverClosed;
     this.#log.debug('http server closed');
+    this.#publisher.close();
     await Promise.all([this.#budgets.close(), this.#workflowCopies.close()]);
     await this.#client.close(this.destroyed ? 0 : undefined);
     if (this.#port !== undefined) this.#log.info('executor stopped');
@@ -252,11 +257,11 @@ class ExecutorRole extends RoleLifecycle implements Executor {
         await ensureChargesStream(jsm, { maxAgeMs: records.max_age / 1_000_000, replicas: records.num_replicas });
       }),
     ]);
-    const ledger = new ChargeLedger(jetstream(nc, { timeout: 3000 }), jsm, workspaces);
+    const ledger = new ChargeLedger(jetstream(nc, { timeout: 3000 }), jsm, workspaces, this.#publisher);
     this.#stores = {
       nc,
       workflows: new WorkflowRepository(workflows, webhooks, jsm, this.#config.dataKeys),
-      executions: new ExecutionRepository(executions, jsm),
+      executions: new ExecutionRepository(executions, jsm, undefined, undefined, this.#publisher),
       workspaces: new WorkspaceRepository(workspaces, ledger),
       ledger,
     };

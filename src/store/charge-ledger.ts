@@ -30,8 +30,10 @@
  *
  * Tests: test/executor/charging.test.ts.
  */
+import type { JobPublisher } from '../nats/job-publisher.js';
 import {
   DeliverPolicy,
+  JetStreamApiCodes,
   type JetStreamClient,
   type JetStreamManager,
   type MsgRequest,
@@ -111,6 +113,8 @@ export class ChargeLedger {
     private readonly jsm: JetStreamManager,
     /** The workspaces bucket, which holds the roll-up cursor. */
     private readonly workspaces: KV,
+    /** Sends charges without nats.js's per-request machinery (src/nats/job-publisher.ts); absent: `js.publish`. */
+    private readonly publisher?: Pick<JobPublisher, 'publish'>,
   ) {}
 
   /**
@@ -120,8 +124,16 @@ export class ChargeLedger {
    */
   async charge(c: Charge): Promise<'charged' | 'already_charged'> {
     if (!Number.isSafeInteger(c.units) || c.units <= 0) throw new Error(`a charge is a positive whole number of units, got ${c.units}`);
+    const subject = chargeSubject(c.workspace, c.executionId);
+    const data = encodeJson({ units: c.units, at: c.at });
+    if (this.publisher) {
+      const r = await this.publisher.publish(subject, data, { msgID: c.executionId, headers: { 'Nats-Expected-Last-Subject-Sequence': '0' } });
+      if (r.ok) return r.duplicate ? 'already_charged' : 'charged';
+      if (r.errCode === JetStreamApiCodes.StreamWrongLastSequence) return 'already_charged';
+      throw unavailable('recording the charge failed', new Error(r.message));
+    }
     try {
-      const ack = await this.js.publish(chargeSubject(c.workspace, c.executionId), encodeJson({ units: c.units, at: c.at }), {
+      const ack = await this.js.publish(subject, data, {
         msgID: c.executionId,
         expect: { lastSubjectSequence: 0 },
       });

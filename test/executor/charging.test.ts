@@ -13,6 +13,7 @@ import type { ExecutionDeps } from '../../src/executor/run-execution.js';
 import { runExecution } from '../../src/executor/run-execution.js';
 import { ExecuteResponseSchema } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { silentLogger } from '../../src/logging/logger.js';
+import { JobPublisher } from '../../src/nats/job-publisher.js';
 import { ensureKvBuckets } from '../../src/nats/streams.js';
 import { ChargeLedger, chargeSubject, ensureChargesStream } from '../../src/store/charge-ledger.js';
 import { type ExecutionRecord, ExecutionRepository } from '../../src/store/execution-repository.js';
@@ -110,6 +111,48 @@ t.test('the ledger stores one charge per execution, whoever sends it and however
   await t.rejects(s.ledger.charge({ workspace: 'ws', executionId: newExecutionId(new Date()), units: 0, at }), {
     message: 'a charge is a positive whole number of units, got 0',
   });
+});
+
+t.test('the executor’s fast writes (PubAcks matched by token) keep both checks: one charge per execution, records fenced by revision', async (t) => {
+  const { client, jsm } = await natsFixture(t);
+  const nc = await client.whenConnected();
+  const { executions } = await ensureKvBuckets(nc, jsm);
+  const kv = await ensureWorkspacesBucket(nc, jsm);
+  await ensureChargesStream(jsm, { maxAgeMs: 3600_000 });
+  const publisher = new JobPublisher(client, { timeoutMs: 3000 });
+  t.teardown(() => publisher.close());
+  const ledger = new ChargeLedger(jetstream(nc), jsm, kv, publisher);
+  const at = new Date().toISOString();
+  const id = newExecutionId(new Date());
+  const results = await Promise.all(Array.from({ length: 6 }, () => ledger.charge({ workspace: 'ws', executionId: id, units: 2, at })));
+  t.same(
+    results.filter((r) => r === 'charged'),
+    ['charged'],
+  );
+  t.equal(await ledger.charge({ workspace: 'ws', executionId: id, units: 2, at }), 'already_charged');
+  t.equal(await new WorkspaceRepository(kv, ledger).get('ws', new Date()).then((w) => w.spentUnits), 2);
+
+  const repo = new ExecutionRepository(executions, jsm, undefined, undefined, publisher);
+  const wf = workflow(['a']);
+  const rec: ExecutionRecord = {
+    id,
+    workflowId: wf.id,
+    workspace: 'ws',
+    status: 'running',
+    trigger: { body: {}, query: {} },
+    nodes: [],
+    error: '',
+    createdAt: at,
+    startedAt: at,
+    finishedAt: null,
+    attempts: 1,
+    costUnits: 0,
+  };
+  const r1 = await repo.write(rec, 0);
+  await t.rejects(repo.write(rec, 0), { name: 'StaleRecordError' }, 'a second create is refused');
+  const r2 = await repo.write({ ...rec, status: 'succeeded' }, r1);
+  await t.rejects(repo.write({ ...rec, attempts: 2 }, r1), { name: 'StaleRecordError' }, 'a write at an old revision is refused');
+  t.same(await repo.read(wf.id, id), { record: { ...rec, status: 'succeeded' }, revision: r2 }, 'read back through the KV API');
 });
 
 t.test('a crash between charging and recording: the redelivery charges again, refused; the total counts it once', async (t) => {
