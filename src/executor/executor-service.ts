@@ -218,6 +218,7 @@ class ExecutorRole extends RoleLifecycle implements Executor {
     await serverClosed;
     this.#log.debug('http server closed');
     this.#publisher.close();
+    this.#runners.close();
     await Promise.all([this.#budgets.close(), this.#workflowCopies.close()]);
     await this.#client.close(this.destroyed ? 0 : undefined);
     if (this.#port !== undefined) this.#log.info('executor stopped');
