@@ -25,7 +25,7 @@
  * a sequence at or below its `rolledUpSeq` again.
  *
  * Reading the spend exactly ({@link ChargeLedger.pendingUnits}): the record's `spentUnits` plus the charges of
- * the workspace after `max(cursor, rolledUpSeq)` — what the control plane reports and what the executor's
+ * the workspace after its `rolledUpSeq` — what the control plane reports and what the executor's
  * spending-cap check reads.
  *
  * Tests: test/executor/charging.test.ts.

@@ -89,11 +89,12 @@ export class WorkspaceRepository {
    * rolled-up spend plus the charges stored since (read from the CHARGES stream).
    */
   async get(name: string, now: Date): Promise<WorkspaceRecord> {
-    // The cursor first: every charge up to it is in the record read after it.
-    const cursor = this.ledger ? (await this.ledger.cursor()).seq : 0;
     const record = currentPeriod(name, (await this.#read(name))?.record, now);
     if (!this.ledger) return record;
-    const pending = await this.ledger.pendingUnits(name, Math.max(cursor, record.rolledUpSeq ?? 0), record.periodStart);
+    // From the record's own `rolledUpSeq`, not the roll-up cursor: the record and that sequence are one
+    // value, so even a record read from a replica that lags (KV direct gets) is completed exactly by the
+    // charges after it, which are read from the stream's leader.
+    const pending = await this.ledger.pendingUnits(name, record.rolledUpSeq ?? 0, record.periodStart);
     return { ...record, spentUnits: record.spentUnits + pending };
   }
 
