@@ -5,16 +5,15 @@
  *
  * Exactly once in the record, at least once in effect:
  * - a job whose execution is already succeeded or failed is a no-op (a redelivery after the record was
- *   written but before the ack arrived): only the charge is made again, which the ledger refuses if it
- *   has it (src/store/charge-ledger.ts);
+ *   written but before the ack arrived);
  * - a redelivered job whose execution stopped half-way (the executor died) resumes after the last node
  *   that succeeded, reusing its recorded output; the node that was running when the executor died runs
  *   again (the runner cannot tell whether its side effects happened; integration code that must not
  *   repeat them keys them on `data.input`'s execution id or its own idempotency keys);
  * - the cost is charged once per execution: the charge is a message keyed by the execution id that the
- *   ledger stores once and refuses ever after, sent before the final record is written. A crash between the
- *   two (or a lost ack) makes the redelivery charge again — refused — so nothing is charged twice, and
- *   a finished record always has its charge;
+ *   ledger stores once and refuses ever after, sent before the final record is written (which then says
+ *   `charged: true`). A crash between the two makes the redelivery charge again — refused — so nothing is
+ *   charged twice, and a finished record always has its charge;
  * - every write of the record is fenced: a compare-and-set on the KV revision this attempt read or last
  *   wrote. An executor that lost its job (its delivery timed out and the job went to another executor,
  *   or it was cut off from NATS meanwhile) finds the record moved on at its next write; it then re-reads
@@ -320,18 +319,24 @@ async function finish(f: Fenced, status: 'succeeded' | 'failed', error: string, 
   rec.status = status;
   rec.error = error;
   rec.finishedAt = (deps.now ?? (() => new Date()))().toISOString();
+  rec.charged = false;
   await settleCharge(rec, deps);
   await save(f, deps);
   return status;
 }
 
 /**
- * Charges a finished execution's cost (the ledger refuses a second charge of one execution). Records
- * charged by the per-workspace counter this ledger replaced say `charged: true` and are left alone.
+ * Charges a finished execution's cost unless its record says it was (`charged: true`; the ledger would
+ * refuse a second charge anyway). A finished record with `charged: false` was left by an executor of the
+ * per-workspace counter this ledger replaced, which crashed before charging: it is charged now. Records
+ * from before the field existed (undefined) owe nothing.
  */
 async function settleCharge(rec: ExecutionRecord, deps: ExecutionDeps): Promise<void> {
-  if (rec.charged === true || !(rec.costUnits > 0)) return;
-  await deps.charges.charge({ workspace: rec.workspace, executionId: rec.id, units: rec.costUnits, at: rec.finishedAt ?? new Date().toISOString() });
+  if (rec.charged !== false) return;
+  if (rec.costUnits > 0) {
+    await deps.charges.charge({ workspace: rec.workspace, executionId: rec.id, units: rec.costUnits, at: rec.finishedAt ?? new Date().toISOString() });
+  }
+  rec.charged = true;
 }
 
 /**
@@ -390,6 +395,7 @@ async function malformed(ids: { workflowId: string; executionId: string }, messa
     finishedAt: nowIso,
     attempts: (existing?.attempts ?? 0) + 1,
     costUnits: 0,
+    charged: true,
   };
   await save({ rec, revision }, deps);
 }

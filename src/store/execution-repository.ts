@@ -58,8 +58,10 @@ export interface ExecutionRecord {
   attempts: number;
   costUnits: number;
   /**
-   * True once `costUnits` was added to the workspace's spend (set by the executor after the final
-   * status, so that a redelivery of a finished execution charges only if the first delivery did not).
+   * True on a finished record once its cost is in the CHARGES ledger (src/store/charge-ledger.ts; the charge
+   * is sent before the final write). `false` on a finished record: written by an executor of the former
+   * per-workspace counter that crashed before charging; a redelivery charges it. Absent: nothing owed
+   * (records from before the field, running ones).
    */
   charged?: boolean;
   /** Nodes whose output was too large to record (the executor's own bookkeeping, not shown). */

@@ -179,6 +179,7 @@ t.test('a crash between charging and recording: the redelivery charges again, re
   const done = (await s.executions.read(wf.id, job.executionId)).record!;
   t.equal(done.status, 'succeeded');
   t.equal(done.costUnits, 4);
+  t.equal(done.charged, true, 'the finished record says it is charged');
   t.equal(await spent(s), 4, 'charged once');
   // And once more after a finished record (a lost ack): nothing new.
   t.equal(await runExecution(job, 3, deps(s, wf, 150)), 'already_finished');
@@ -187,7 +188,7 @@ t.test('a crash between charging and recording: the redelivery charges again, re
   t.equal(await spent(s), 4, 'charged once, after the roll-up too');
 });
 
-t.test('a finished record an older executor left uncharged (`charged: false`) is charged on redelivery, once', async (t) => {
+t.test('a finished record an older executor left uncharged (`charged: false`) is charged on redelivery, once; others are not', async (t) => {
   const s = await stores(t);
   const wf = workflow(['a']);
   const job = jobOf(wf);
@@ -216,6 +217,12 @@ t.test('a finished record an older executor left uncharged (`charged: false`) is
   await s.executions.write(counted, 0);
   t.equal(await runExecution({ ...job, executionId: counted.id }, 2, deps(s, wf, 10)), 'already_finished');
   t.equal(await spent(s), 3, 'not charged again');
+  // One from before the field existed owes nothing.
+  const older = { ...legacy, id: newExecutionId(new Date()) } as Partial<ExecutionRecord>;
+  delete older.charged;
+  await s.executions.write(older as ExecutionRecord, 0);
+  t.equal(await runExecution({ ...job, executionId: older.id! }, 2, deps(s, wf, 10)), 'already_finished');
+  t.equal(await spent(s), 3, 'not charged');
 });
 
 t.test('roll-ups racing each other, or dying half-way, count every charge once', async (t) => {
