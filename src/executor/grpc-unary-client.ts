@@ -60,6 +60,12 @@ function fromSystemError(err: Error & { code?: string }): ConnectError {
   return new ConnectError(err.message, code, undefined, undefined, err);
 }
 
+/** The `grpc-timeout` header: at most 8 digits and a unit (milliseconds, else seconds). */
+function grpcTimeout(ms: number): string {
+  const whole = Math.max(1, Math.ceil(ms));
+  return whole <= 99_999_999 ? `${whole}m` : `${Math.min(99_999_999, Math.ceil(whole / 1000))}S`;
+}
+
 export class GrpcUnaryClient {
   #session: http2.ClientHttp2Session | undefined;
   #active = 0;
@@ -105,7 +111,7 @@ export class GrpcUnaryClient {
           ':path': path,
           'content-type': 'application/grpc+proto',
           te: 'trailers',
-          'grpc-timeout': `${Math.max(1, Math.ceil(opts.timeoutMs))}m`,
+          'grpc-timeout': grpcTimeout(opts.timeoutMs),
           ...this.opts.headers,
         });
       } catch (err) {

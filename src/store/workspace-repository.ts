@@ -111,6 +111,7 @@ export class WorkspaceRepository {
   fold(name: string, charges: ReadonlyArray<{ seq: number; units: number; at: string }>, end: number, now: Date): Promise<WorkspaceRecord> {
     return this.#change(name, now, (r) => {
       const from = r.rolledUpSeq ?? 0;
+      if (from >= end) return r; // another roll-up folded these already: nothing to write
       let add = 0;
       for (const c of charges) if (c.seq > from && c.seq <= end && periodOf(c.at) === r.periodStart) add += c.units;
       return { ...r, spentUnits: r.spentUnits + add, rolledUpSeq: Math.max(from, end) };
@@ -130,10 +131,13 @@ export class WorkspaceRepository {
     return { record: decodeJson<WorkspaceRecord>(e.value), revision: e.revision };
   }
 
+  /** Compare-and-set of `f`'s record; `f` returning its argument unchanged (the same object) writes nothing. */
   async #change(name: string, now: Date, f: (r: WorkspaceRecord) => WorkspaceRecord): Promise<WorkspaceRecord> {
     for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
       const current = await this.#read(name);
-      const next = f(currentPeriod(name, current?.record, now));
+      const cur = currentPeriod(name, current?.record, now);
+      const next = f(cur);
+      if (next === cur && current?.record !== undefined) return next;
       try {
         await this.kv.put(name, encodeJson(next), { previousSeq: current?.revision ?? 0 });
         return next;
