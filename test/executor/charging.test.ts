@@ -303,6 +303,33 @@ t.test('the spending cap under concurrency: the spend ends within budget + concu
   t.ok(refused.length > 0, 'executions past the cap were refused');
 });
 
+t.test('the spending cap with two executors: the overshoot stays within (concurrency × executors) × one execution’s cost', async (t) => {
+  const CONCURRENCY = 3;
+  const EXECUTORS = 2;
+  const BUDGET = 2;
+  const s = await stackFixture(t, { executorEnv: { LDBOX_EXECUTOR_CONCURRENCY: String(CONCURRENCY) } });
+  await s.startExecutor();
+  const wf = await createFlow(s.base, [{ id: 'a', code: 'return 1' }], { workspace: 'capped2' });
+  t.equal((await rpc(s.base, 'SetWorkspaceBudget', { name: 'capped2', monthlyBudgetUnits: String(BUDGET) }, WORKSPACES)).status, 200);
+  const answers = await Promise.all(Array.from({ length: 30 }, () => hook(s.base, wf.id, { body: {} })));
+  const ids = answers.filter((r) => r.status === 202).map((r) => r.json.executionId as string);
+  const done = await Promise.all(ids.map((id) => waitForFinish(s.base, id, 30_000)));
+  const ran = done.filter((e) => e.status === SUCCEEDED);
+  t.ok(
+    done.every((e) => e.status === SUCCEEDED || /has spent its monthly budget/.test(e.error)),
+    'every execution either ran or was refused for the budget',
+  );
+  const total = Number((await getWorkspace(s.base, 'capped2')).spentUnits);
+  const maxCost = Math.max(...ran.map((e) => Number(e.costUnits)));
+  t.equal(
+    total,
+    ran.reduce((n, e) => n + Number(e.costUnits), 0),
+    'the spend is what ran',
+  );
+  t.ok(total >= BUDGET, `the budget was reached (${total})`);
+  t.ok(total <= BUDGET - 1 + CONCURRENCY * EXECUTORS * maxCost, `overshoot ${total - BUDGET} within ${CONCURRENCY} × ${EXECUTORS} executors × cost ${maxCost}`);
+});
+
 t.test('an executor started beside a gateway older than the ledger creates the CHARGES stream, with the records’ retention', async (t) => {
   const s = await stackFixture(t, { noExecutor: true });
   const client = await (await import('@nats-io/transport-node')).connect({ servers: s.nats.url });
