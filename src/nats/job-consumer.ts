@@ -5,7 +5,8 @@
  * Delivery semantics (at least once, nothing silently dropped):
  * - A job not acked within `ack_wait` (default 30 s) is redelivered; a long run keeps its job with
  *   `working()` heartbeats (sent automatically by {@link runJobConsumer} every ack_wait/3).
- * - A job whose handler resolved is acked without waiting for a confirmation ({@link Job.ackNoWait}).
+ * - A job whose handler resolved is acked without waiting for a confirmation ({@link Job.ackNoWait}); while
+ *   the loop stops, with one, so that close() resolves with finished jobs removed from the queue.
  * - Attempts are bounded by `maxAttempts` (default 5). {@link Job.isLastAttempt} tells the handler that a
  *   failure now is final, so it records the execution as failed instead of retrying.
  * - The server's `max_deliver` is `maxAttempts + extraDeliveries` (default +2), not `maxAttempts`: if the
@@ -333,7 +334,12 @@ export function runJobConsumer(opts: RunJobConsumerOptions): JobConsumerLoop {
     if (heartbeatMs > 0) job.startHeartbeat(heartbeatMs);
     try {
       await opts.handler(job);
-      if (!job.settled) job.ackNoWait();
+      // While stopping, the ack is confirmed before the slot counts as free: close() then resolves with the
+      // job removed from the queue (and, acks being processed in order, every ack sent before it).
+      if (!job.settled) {
+        if (stopCtl.signal.aborted) await job.ack();
+        else job.ackNoWait();
+      }
     } catch (err) {
       if (job.settled) {
         log.error({ err, seq: job.seq }, 'job handler threw after settling the job');
@@ -443,6 +449,8 @@ export function runJobConsumer(opts: RunJobConsumerOptions): JobConsumerLoop {
     async close() {
       stopCtl.abort();
       await all;
+      // Acks sent without confirmation reach the server before close() resolves (a PING/PONG behind them).
+      await opts.client.connection?.flush().catch(() => undefined);
       safeUnsubscribe(advisorySub?.sub);
     },
   };
