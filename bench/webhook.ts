@@ -40,8 +40,11 @@
  * Part 2 (bench/lib/webhook-e2e.ts): webhook → succeeded execution, end to end, with gateway, runner and
  * executor each in its own process: sequential webhooks (unloaded latency), then a burst on a few
  * connections (executions/s and latency under that load). BENCH_WEBHOOK_E2E_N (200, quick 30; --e2e-n=N),
- * BENCH_WEBHOOK_E2E_M (2000, quick 300; --e2e-m=M), BENCH_WEBHOOK_E2E_CONNS (4; --e2e-conns=C),
- * BENCH_WEBHOOK_E2E_TIMEOUT_S (60; --e2e-timeout=S); `--e2e-only` skips part 1.
+ * BENCH_WEBHOOK_E2E_M (4000, quick 300; --e2e-m=M), BENCH_WEBHOOK_E2E_CONNS (4; --e2e-conns=C),
+ * BENCH_WEBHOOK_E2E_TIMEOUT_S (60; --e2e-timeout=S); `--e2e-only` skips part 1; BENCH_WEBHOOK_E2E_PROF
+ * ("executor,runner", …: those children run with `node --cpu-prof`, profiles in a printed temp dir).
+ * Part 2 prints its goals (issue): a burst of 4000 webhooks to one workflow at ≥ 1,500 executions/s (first POST →
+ * last succeeded) and a single webhook → succeeded p50 ≤ 3 ms, with the CPU each process spent per execution.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -93,7 +96,19 @@ const PROF = process.env.BENCH_WEBHOOK_PROF as ServerKind | undefined;
 const BODY_BYTES = Math.floor(num(process.env.BENCH_WEBHOOK_BODY_BYTES ?? '1023', 'BENCH_WEBHOOK_BODY_BYTES'));
 const E2E_ONLY = flags.has('e2e-only');
 const E2E_N = Math.floor(num(setting('e2e-n', 'BENCH_WEBHOOK_E2E_N', '200', '30'), 'e2e-n'));
-const E2E_M = Math.floor(num(setting('e2e-m', 'BENCH_WEBHOOK_E2E_M', '2000', '300'), 'e2e-m'));
+const E2E_M = Math.floor(num(setting('e2e-m', 'BENCH_WEBHOOK_E2E_M', '4000', '300'), 'e2e-m'));
+const E2E_KINDS = ['gateway', 'runner', 'executor'] as const;
+const E2E_PROF = (process.env.BENCH_WEBHOOK_E2E_PROF ?? '')
+  .split(',')
+  .map((k) => k.trim())
+  .filter((k) => k !== '')
+  .map((k) => {
+    if (!(E2E_KINDS as readonly string[]).includes(k)) throw new Error(`BENCH_WEBHOOK_E2E_PROF: unknown process "${k}" (gateway, runner, executor)`);
+    return k as (typeof E2E_KINDS)[number];
+  });
+/** Goals of part 2 (issue): one executor, one runner of 2 workers, this machine. */
+const GOAL_BURST_PER_S = 1500;
+const GOAL_SINGLE_P50_MS = 3;
 const E2E_CONNS = Math.floor(num(setting('e2e-conns', 'BENCH_WEBHOOK_E2E_CONNS', '4'), 'e2e-conns'));
 const E2E_TIMEOUT_MS = num(setting('e2e-timeout', 'BENCH_WEBHOOK_E2E_TIMEOUT_S', '60'), 'e2e-timeout') * 1000;
 const pinSetting = setting('pin', 'BENCH_WEBHOOK_PIN', 'auto');
@@ -103,6 +118,8 @@ const GOAL_VS_REF = 1.2;
 const GOAL_VS_BARE = 0.4;
 const FOREIGN_WARN_CORES = 0.15;
 const ADMIN_TOKEN = `bench-admin-${randomBytes(12).toString('hex')}`;
+/** The gateway requires a data key (it seals stored secrets); a fresh one per run. */
+const DATA_KEY = randomBytes(32).toString('base64');
 const MAX_PAYLOAD = 8 * 1024 * 1024; // fits maxJobBytes(5 MiB), the gateway's default body limit
 const REF_STREAM = 'BENCH_REF';
 const HERE = new URL('.', import.meta.url).pathname;
@@ -386,6 +403,7 @@ async function main(): Promise<void> {
                 LDBOX_GATEWAY_PORT: '0',
                 LDBOX_GATEWAY_HOST: '127.0.0.1',
                 LDBOX_ADMIN_TOKEN: ADMIN_TOKEN,
+                LDBOX_DATA_KEY: DATA_KEY,
                 NATS_URL: nats.url,
                 LDBOX_WEBHOOK_RATE: '0',
                 LDBOX_JOBS_MAX_MSGS: '100000000',
@@ -424,7 +442,11 @@ async function main(): Promise<void> {
     if (!E2E_ONLY) report(measurements);
 
     // ---- PART 2 EXTENSION POINT: webhook → succeeded-execution latency (bench/lib/webhook-e2e.ts).
+    const e2eProf = E2E_PROF.length > 0 ? mkdtempSync(join(tmpdir(), 'ldbox-bench-e2e-prof-')) : undefined;
     const e2e = await measureEndToEnd(nats.url, {
+      natsPid: nats.pid,
+      profile: E2E_PROF,
+      profileDir: e2eProf,
       sequential: E2E_N,
       burst: E2E_M,
       conns: E2E_CONNS,
@@ -438,6 +460,7 @@ async function main(): Promise<void> {
     }
     console.log(`BENCH_JSON ${JSON.stringify(toJson(measurements, e2e ?? null))}`);
     if (profDir) console.log(`\nCPU profiles (${PROF}): ${profDir}`);
+    if (e2eProf) console.log(`\nCPU profiles of part 2 (${E2E_PROF.join(', ')}): ${e2eProf}`);
   } finally {
     await nc?.close().catch(() => undefined);
     await nats.stop();
@@ -477,9 +500,24 @@ function printEndToEnd(e: EndToEndResult): void {
       `a ${fmt(e.unloaded.stagesP99Ms.accept, 2)} / ${fmt(e.unloaded.stagesP99Ms.queue, 2)} / ${fmt(e.unloaded.stagesP99Ms.run, 2)} ms, ` +
       `b ${fmt(e.loaded.stagesP99Ms.accept, 2)} / ${fmt(e.loaded.stagesP99Ms.queue, 2)} / ${fmt(e.loaded.stagesP99Ms.run, 2)} ms.`,
   );
+  const cpuRow = (p: EndToEndPhase) =>
+    Object.entries(p.cpuUsPerExec)
+      .map(([k, us]) => `${k} ${fmt(us, 0)}`)
+      .join(', ');
+  const total = (p: EndToEndPhase) => Object.values(p.cpuUsPerExec).reduce((a, b) => a + b, 0);
+  console.log(`CPU per execution, µs (/proc): (a) ${cpuRow(e.unloaded)} — total ${fmt(total(e.unloaded), 0)}`);
+  console.log(`                               (b) ${cpuRow(e.loaded)} — total ${fmt(total(e.loaded), 0)}`);
+  const met = (ok: boolean) => (ok ? 'met' : 'NOT MET');
+  const burstOk = e.loaded.failed === 0 && e.loaded.perSec >= GOAL_BURST_PER_S;
+  const p50Ok = e.unloaded.failed === 0 && e.unloaded.p50Ms <= GOAL_SINGLE_P50_MS;
+  console.log(
+    `GOAL burst of ${e.loaded.sent} webhooks to one workflow, first POST → last succeeded: ${fmt(e.loaded.perSec, 0)} executions/s ` +
+      `(target ≥ ${GOAL_BURST_PER_S}): ${met(burstOk)}`,
+  );
+  console.log(`GOAL single webhook → succeeded, p50: ${fmt(e.unloaded.p50Ms, 2)} ms (target ≤ ${GOAL_SINGLE_P50_MS} ms): ${met(p50Ok)}`);
   console.log(
     `noise: load average (1 min) ${fmt(e.loadAvg1.before, 2)} before, ${fmt(e.loadAvg1.after, 2)} after, on ${availableParallelism()} cores; ` +
-      'this machine is shared and small, so these are indicative figures, not a capacity claim (no goal for part 2).',
+      'this machine is shared and small: run it a few times and report the range.',
   );
   for (const [name, p] of [
     ['(a)', e.unloaded],

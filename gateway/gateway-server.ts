@@ -20,7 +20,7 @@ import { randomBytes, randomFillSync } from 'node:crypto';
 import http from 'node:http';
 import type { DescMessage } from '@bufbuild/protobuf';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { GatewayConfig } from './gateway-config.js';
@@ -38,6 +38,7 @@ import { cancelSubject, checkMaxPayload, ensureJobsStream, ensureKvBucket, ensur
 import { ExecutionRepository } from '../src/store/execution-repository.js';
 import { WorkflowRepository } from '../src/store/workflow-repository.js';
 import { decodeWorkflowForRouting } from '../src/store/workflow-codec.js';
+import { ChargeLedger, ensureChargesStream } from '../src/store/charge-ledger.js';
 import { ensureWorkspacesBucket, WORKSPACES_BUCKET, WorkspaceRepository, type WorkspaceRecord } from '../src/store/workspace-repository.js';
 import type { RandomBytes } from '../src/workflows/webhook-secret.js';
 import type { WorkflowRecord } from '../src/workflows/workflow-model.js';
@@ -244,6 +245,8 @@ class GatewayRole extends RoleLifecycle implements Gateway {
       timeoutMs: 2000,
       log: this.#log,
     });
+    // Charges are kept as long as the records whose redelivery could send them again (charge-ledger.ts).
+    await ensureChargesStream(jsm, { maxAgeMs: config.executionRetentionMs, replicas: config.stream.replicas });
     const problem = checkMaxPayload(nc, maxJob);
     if (problem) this.#log.error({ maxBodyBytes: config.maxBodyBytes }, `${problem}; larger webhooks are answered 413`);
     this.#stores = {
@@ -252,7 +255,7 @@ class GatewayRole extends RoleLifecycle implements Gateway {
       rateLimits,
       workflows: new WorkflowRepository(buckets.workflows, buckets.webhooks, jsm, config.dataKeys),
       executions: new ExecutionRepository(buckets.executions, jsm),
-      workspaces: new WorkspaceRepository(workspaces),
+      workspaces: new WorkspaceRepository(workspaces, new ChargeLedger(jetstream(nc, { timeout: 3000 }), jsm, workspaces)),
       maxPayload: nc.info?.max_payload,
       announceCancel: (executionId) => nc.publish(cancelSubject(executionId)),
     };

@@ -12,7 +12,7 @@
  *       runner    this file, `runner`: `startRunnerServer(loadRunnerConfig(env))`, port 0, pool size from
  *                 LDBOX_POOL_SIZE (default: the runner's own, one worker per core);
  *       executor  this file, `executor`: `startExecutor(loadExecutorConfig(env))` against that runner,
- *                 concurrency from LDBOX_EXECUTOR_CONCURRENCY (default: the executor's own, 16);
+ *                 concurrency from LDBOX_EXECUTOR_CONCURRENCY (default here 64; the executor's own is 16);
  *     production loggers at LDBOX_LOG_LEVEL (info) on stdout → /dev/null; they are not pinned to a CPU
  *     (nats-server stays on the CPU part 1 pinned it to);
  *   - a one-node workflow created through the control plane (Connect JSON CreateWorkflow,
@@ -41,6 +41,7 @@ import { randomBytes } from 'node:crypto';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, KvWatchInclude } from '@nats-io/kv';
+import { procCpuMicros } from './webhook-nats.js';
 
 export interface EndToEndPhase {
   /** Webhooks sent in the phase (each expected to be 202 and then `succeeded`). */
@@ -64,6 +65,11 @@ export interface EndToEndPhase {
   wallMs: number;
   /** `executions / wallMs` per second. */
   perSec: number;
+  /**
+   * CPU per succeeded execution over the phase, µs (user + system, /proc/PID/stat): each child, nats-server
+   * (when its pid is known) and this measuring process (the HTTP client and the KV watch).
+   */
+  cpuUsPerExec: Record<string, number>;
 }
 
 export interface EndToEndResult {
@@ -87,7 +93,7 @@ export interface EndToEndResult {
 export interface EndToEndOptions {
   /** Phase (a): sequential webhooks. Default 200. */
   sequential?: number;
-  /** Phase (b): webhooks in the burst. Default 2000. */
+  /** Phase (b): webhooks in the burst. Default 4000. */
   burst?: number;
   /** Phase (b): concurrent keep-alive connections. Default 4. */
   conns?: number;
@@ -97,9 +103,16 @@ export interface EndToEndOptions {
   timeoutMs?: number;
   /** Progress lines on stderr. */
   log?: (line: string) => void;
+  /** nats-server's pid, for its CPU per execution. */
+  natsPid?: number;
+  /** Children run with `node --cpu-prof`, profiles written to `profileDir`. */
+  profile?: ReadonlyArray<'gateway' | 'runner' | 'executor'>;
+  profileDir?: string;
 }
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
+/** Jobs the executor runs at once: 64 unless LDBOX_EXECUTOR_CONCURRENCY says (its default, 16, leaves the runner idle between calls). */
+const EXECUTOR_CONCURRENCY = process.env.LDBOX_EXECUTOR_CONCURRENCY ?? '64';
 const SELF_JS = join(HERE, 'webhook-e2e.js');
 const SERVER_JS = join(HERE, 'webhook-server.js');
 
@@ -133,8 +146,9 @@ function exited(p: ChildProcess): Promise<void> {
   return new Promise((r) => p.once('exit', () => r()));
 }
 
-async function startChild(kind: ChildKind, env: NodeJS.ProcessEnv): Promise<Child> {
+async function startChild(kind: ChildKind, env: NodeJS.ProcessEnv, profileDir?: string): Promise<Child> {
   const args = kind === 'gateway' ? [SERVER_JS, 'gateway'] : [SELF_JS, kind];
+  if (profileDir) args.unshift('--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${kind}-\${pid}.cpuprofile`);
   const proc = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
   track(proc);
   let stderr = '';
@@ -283,12 +297,13 @@ async function resetJetStream(nc: NatsConnection): Promise<void> {
  */
 export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {}): Promise<EndToEndResult | undefined> {
   const sequential = opts.sequential ?? 200;
-  const burst = opts.burst ?? 2000;
+  const burst = opts.burst ?? 4000;
   const conns = opts.conns ?? 4;
   const warmup = opts.warmup ?? 10;
   const timeoutMs = opts.timeoutMs ?? 60_000;
   const log = opts.log ?? (() => undefined);
   const loadBefore = loadavg()[0]!;
+  const profiled = (kind: ChildKind): string | undefined => (opts.profile?.includes(kind) ? opts.profileDir : undefined);
 
   const children: Child[] = [];
   let nc: NatsConnection | undefined;
@@ -298,26 +313,39 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
     await resetJetStream(nc);
 
     const adminToken = `bench-admin-${randomBytes(12).toString('hex')}`;
+    // The gateway and the executor read workflows sealed with it (one fresh key per run).
+    const dataKey = randomBytes(32).toString('base64');
     // allSettled: should one fail, the other is still known (and stopped below) once it started.
     const started = await Promise.allSettled([
-      startChild('gateway', {
-        LDBOX_GATEWAY_PORT: '0',
-        LDBOX_GATEWAY_HOST: '127.0.0.1',
-        LDBOX_ADMIN_TOKEN: adminToken,
-        NATS_URL: natsUrl,
-        LDBOX_WEBHOOK_RATE: '0',
-      }),
-      startChild('runner', { LDBOX_RUNNER_PORT: '0' }),
+      startChild(
+        'gateway',
+        {
+          LDBOX_GATEWAY_PORT: '0',
+          LDBOX_GATEWAY_HOST: '127.0.0.1',
+          LDBOX_ADMIN_TOKEN: adminToken,
+          LDBOX_DATA_KEY: dataKey,
+          NATS_URL: natsUrl,
+          LDBOX_WEBHOOK_RATE: '0',
+        },
+        profiled('gateway'),
+      ),
+      startChild('runner', { LDBOX_RUNNER_PORT: '0' }, profiled('runner')),
     ]);
     for (const r of started) if (r.status === 'fulfilled') children.push(r.value);
     for (const r of started) if (r.status === 'rejected') throw r.reason;
     const [gateway, runner] = children as [Child, Child];
     // After the gateway: it creates the stream and the buckets the executor opens.
-    const executor = await startChild('executor', {
-      NATS_URL: natsUrl,
-      LDBOX_EXECUTOR_PORT: '0',
-      LDBOX_RUNNER_URLS: `http://127.0.0.1:${runner.port}`,
-    });
+    const executor = await startChild(
+      'executor',
+      {
+        NATS_URL: natsUrl,
+        LDBOX_EXECUTOR_PORT: '0',
+        LDBOX_EXECUTOR_CONCURRENCY: EXECUTOR_CONCURRENCY,
+        LDBOX_DATA_KEY: dataKey,
+        LDBOX_RUNNER_URLS: `http://127.0.0.1:${runner.port}`,
+      },
+      profiled('executor'),
+    );
     children.push(executor);
 
     const workflowId = await createWorkflow(gateway.port, adminToken);
@@ -390,7 +418,17 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
       });
     };
 
-    const summarize = (ids: string[], rejectedFrom: number, sent: number, t0: number, tEnd: number): EndToEndPhase => {
+    /** CPU so far, µs, of every process that takes part. */
+    const cpuNow = (): Record<string, number> => {
+      const out: Record<string, number> = {};
+      for (const c of children) out[c.kind] = procCpuMicros(c.proc.pid!);
+      if (opts.natsPid !== undefined) out['nats-server'] = procCpuMicros(opts.natsPid);
+      const self = process.cpuUsage();
+      out['bench client'] = self.user + self.system;
+      return out;
+    };
+    const summarize = (ids: string[], rejectedFrom: number, sent: number, t0: number, tEnd: number, cpu0: Record<string, number>): EndToEndPhase => {
+      const cpu1 = cpuNow();
       const ok = ids.map((id) => tracks.get(id)!).filter((t) => t.final === 'succeeded');
       const bad = ids.map((id) => tracks.get(id)!).filter((t) => t.final !== 'succeeded');
       const rej = rejected.slice(rejectedFrom);
@@ -415,6 +453,7 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
         runningSeen: withRunning.length,
         wallMs,
         perSec: ok.length / (wallMs / 1000),
+        cpuUsPerExec: Object.fromEntries(Object.keys(cpu1).map((k) => [k, (cpu1[k]! - (cpu0[k] ?? 0)) / Math.max(1, ok.length)])),
       };
     };
 
@@ -431,6 +470,7 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
     // ---- (a) unloaded: one at a time
     log(`part 2: ${sequential} sequential webhooks…`);
     const seqIds: string[] = [];
+    const seqCpu = cpuNow();
     const seqT0 = performance.now();
     for (let i = 0; i < sequential; i++) {
       const t0 = performance.now();
@@ -439,7 +479,7 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
       seqIds.push(id);
       await finished(id, t0 + timeoutMs);
     }
-    const unloaded = summarize(seqIds, 0, sequential, seqT0, performance.now());
+    const unloaded = summarize(seqIds, 0, sequential, seqT0, performance.now(), seqCpu);
 
     // ---- (b) throughput: as fast as `conns` connections allow, then wait for all
     log(`part 2: ${burst} webhooks on ${conns} connections…`);
@@ -448,6 +488,7 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
     agents.push(burstAgent);
     const burstIds: string[] = [];
     let next = 0;
+    const burstCpu = cpuNow();
     const burstT0 = performance.now();
     await Promise.all(
       Array.from({ length: conns }, async () => {
@@ -461,7 +502,7 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
     const lastPost = performance.now();
     log(`part 2: ${burstIds.length} accepted in ${((lastPost - burstT0) / 1000).toFixed(1)} s, waiting for the executions…`);
     await Promise.all(burstIds.map((id) => finished(id, tracks.get(id)!.post! + timeoutMs)));
-    const loaded = { ...summarize(burstIds, rejFrom, burst, burstT0, performance.now()), conns };
+    const loaded = { ...summarize(burstIds, rejFrom, burst, burstT0, performance.now(), burstCpu), conns };
 
     watch.stop();
     return {
@@ -479,7 +520,7 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
         warmup,
         timeoutMs,
         poolSize: process.env.LDBOX_POOL_SIZE ?? 'default (1 per core)',
-        executorConcurrency: process.env.LDBOX_EXECUTOR_CONCURRENCY ?? 'default (16)',
+        executorConcurrency: EXECUTOR_CONCURRENCY,
       },
       loadAvg1: { before: loadBefore, after: loadavg()[0]! },
     };

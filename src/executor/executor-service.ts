@@ -5,8 +5,9 @@
  *
  * It starts before NATS (and before the gateway has created the stream and buckets) and rides out
  * outages: the connection reconnects forever, the buckets are re-opened after every reconnect, and the
- * consumer loop waits and pulls again. The executor never creates or changes the stream or the buckets —
- * their limits are the gateway's configuration — it only creates its durable consumer.
+ * consumer loop waits and pulls again. The executor never changes the stream or the buckets — their limits
+ * are the gateway's configuration — it creates its durable consumer, and the CHARGES stream when a gateway
+ * older than it has not (with the executions bucket's retention and replicas, as a gateway would).
  *
  * Stopping (SIGTERM, `close(drainMs)`): no new pulls; running jobs get `drainMs` to finish, then their runner
  * calls are cancelled and the jobs given back (nak) for another executor, without waiting out the ack wait.
@@ -30,11 +31,16 @@ import { keepSetUp, type KeptSetUp } from '../nats/keep-set-up.js';
 import { CANCEL_SUBJECTS, isStreamNotFound, JOBS_STREAM, KV_BUCKETS } from '../nats/streams.js';
 import { ExecutionRepository } from '../store/execution-repository.js';
 import { WorkflowRepository } from '../store/workflow-repository.js';
-import { WORKSPACES_BUCKET, WorkspaceRepository } from '../store/workspace-repository.js';
+import { CHARGES_STREAM, ChargeLedger, ensureChargesStream } from '../store/charge-ledger.js';
+import { WORKSPACES_BUCKET, type WorkspaceRecord, WorkspaceRepository } from '../store/workspace-repository.js';
+import { KvCache } from '../nats/kv-cache.js';
+import { createSpendingCap } from './spending-cap.js';
+import { WorkflowCopies } from './workflow-copies.js';
 import { MalformedJobError, parseWebhookJob } from '../workflows/webhook-job.js';
 import { createExecutorMetrics, type ExecutorMetrics } from './executor-metrics.js';
 import { type ExecutionDeps, ExecutionCancelledError, recordExhausted, recordMalformed, runExecution } from './run-execution.js';
 import { RunnerClients } from './runner-clients.js';
+import { JobPublisher } from '../nats/job-publisher.js';
 
 export interface Executor {
   /** The bound port of the health/metrics server. */
@@ -65,11 +71,14 @@ interface Stores {
   executions: ExecutionRepository;
   workflows: WorkflowRepository;
   workspaces: WorkspaceRepository;
+  ledger: ChargeLedger;
 }
 
 /** Stores are re-opened after this long without success (NATS up but the gateway never created them). */
 const SETUP_RETRY_MS = 1000;
 const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
+/** How often the executor folds the CHARGES stream into the workspaces' spend (charge-ledger.ts). */
+const ROLLUP_INTERVAL_MS = 1000;
 
 /** Starts the executor and resolves once its HTTP port listens (NATS may still be connecting). */
 export async function startExecutor(config: ExecutorConfig, log: Logger, options: StartExecutorOptions = {}): Promise<Executor> {
@@ -98,6 +107,14 @@ class ExecutorRole extends RoleLifecycle implements Executor {
   /** The "waiting for a gateway" line is logged once, not every retry. */
   #toldWaiting = false;
   #port: number | undefined;
+  /** Budgets, watched: only workspaces with one are checked before a run (spending-cap.ts). */
+  readonly #budgets: KvCache<WorkspaceRecord>;
+  readonly #spendingCap: (workspace: string, now: Date) => Promise<string | undefined>;
+  #rollUpTimer: NodeJS.Timeout | undefined;
+  readonly #workflowCopies: WorkflowCopies;
+  /** Record writes and charges: plain publishes with PubAcks matched by token (src/nats/job-publisher.ts). */
+  readonly #publisher: JobPublisher;
+  #lastRollUpError = 0;
 
   constructor(config: ExecutorConfig, log: Logger, options: StartExecutorOptions) {
     super();
@@ -133,6 +150,15 @@ class ExecutorRole extends RoleLifecycle implements Executor {
         this.#consumerReady = true;
       },
     });
+
+    this.#publisher = new JobPublisher(client, { timeoutMs: 3000 });
+    this.#budgets = new KvCache<WorkspaceRecord>({ client, bucket: WORKSPACES_BUCKET, logger: log });
+    this.#workflowCopies = new WorkflowCopies(client, config.dataKeys, async (id) => (await this.#currentStores()).workflows.get(id), log);
+    this.#spendingCap = createSpendingCap({
+      budgets: this.#budgets,
+      read: async (workspace, now) => (await this.#currentStores()).workspaces.get(workspace, now),
+    });
+    this.#scheduleRollUp();
 
     client.onState((state) => this.#metrics.setNatsConnected(state === 'connected'));
     // Open the stores on every (re)connect too, so /readyz tells the truth before the first job arrives.
@@ -177,6 +203,8 @@ class ExecutorRole extends RoleLifecycle implements Executor {
 
   protected async drain(grace: Grace): Promise<void> {
     this.#setUp.close();
+    clearTimeout(this.#rollUpTimer);
+    this.#rollUpTimer = undefined;
     const stopped = this.#loop.close();
     if (!(await grace.within(stopped))) {
       if (this.#loop.inFlight > 0)
@@ -192,6 +220,9 @@ class ExecutorRole extends RoleLifecycle implements Executor {
     this.#server.closeAllConnections();
     await serverClosed;
     this.#log.debug('http server closed');
+    this.#publisher.close();
+    this.#runners.close();
+    await Promise.all([this.#budgets.close(), this.#workflowCopies.close()]);
     await this.#client.close(this.destroyed ? 0 : undefined);
     if (this.#port !== undefined) this.#log.info('executor stopped');
   }
@@ -222,13 +253,22 @@ class ExecutorRole extends RoleLifecycle implements Executor {
       open(KV_BUCKETS.webhooks),
       open(KV_BUCKETS.executions),
       open(WORKSPACES_BUCKET),
+      jsm.streams.info(CHARGES_STREAM).catch(async (err: unknown) => {
+        if (!isStreamNotFound(err)) throw err;
+        // Gateways older than the ledger do not create it (upgrades go executors first): create it as a
+        // gateway would, from the limits the gateways gave the executions bucket. The gateways own it after.
+        const records = (await jsm.streams.info(`KV_${KV_BUCKETS.executions}`)).config;
+        await ensureChargesStream(jsm, { maxAgeMs: records.max_age / 1_000_000, replicas: records.num_replicas });
+      }),
     ]);
     this.#listenForCancels(nc);
+    const ledger = new ChargeLedger(jetstream(nc, { timeout: 3000 }), jsm, workspaces, this.#publisher);
     this.#stores = {
       nc,
       workflows: new WorkflowRepository(workflows, webhooks, jsm, this.#config.dataKeys),
-      executions: new ExecutionRepository(executions, jsm),
-      workspaces: new WorkspaceRepository(workspaces),
+      executions: new ExecutionRepository(executions, jsm, undefined, undefined, this.#publisher),
+      workspaces: new WorkspaceRepository(workspaces, ledger),
+      ledger,
     };
     return this.#stores;
   }
@@ -263,8 +303,9 @@ class ExecutorRole extends RoleLifecycle implements Executor {
   #deps(s: Stores): ExecutionDeps {
     return {
       executions: s.executions,
-      workflows: s.workflows,
-      workspaces: s.workspaces,
+      workflows: this.#workflowCopies,
+      charges: s.ledger,
+      spendingCap: this.#spendingCap,
       runners: this.#runners,
       executeDeadlineMs: this.#config.executeDeadlineMs,
       executeDeadlineSlackMs: EXECUTE_DEADLINE_SLACK_MS,
@@ -272,6 +313,28 @@ class ExecutorRole extends RoleLifecycle implements Executor {
       log: this.#log,
       observer: { execute: (seconds, outcome) => this.#metrics.execute(seconds, outcome) },
     };
+  }
+
+  /**
+   * Folds the charges stored since the last roll-up into the workspaces' spend, every ROLLUP_INTERVAL_MS
+   * while the stores are open (every executor does; they do not count anything twice, charge-ledger.ts).
+   */
+  #scheduleRollUp(): void {
+    this.#rollUpTimer = setTimeout(async () => {
+      const s = this.#stores;
+      if (s && this.#client.connection === s.nc && this.#client.isConnected) {
+        try {
+          while ((await s.ledger.rollUp((ws, charges, end) => s.workspaces.fold(ws, charges, end, new Date()).then(() => undefined))) >= 10_000);
+        } catch (err) {
+          if (Date.now() - this.#lastRollUpError > 10_000) {
+            this.#lastRollUpError = Date.now();
+            this.#log.warn({ err: (err as Error).message }, 'rolling up charges failed; retrying (spend reads stay exact)');
+          }
+        }
+      }
+      if (this.#rollUpTimer !== undefined) this.#scheduleRollUp();
+    }, ROLLUP_INTERVAL_MS);
+    this.#rollUpTimer.unref();
   }
 
   async #handle(job: Job): Promise<void> {

@@ -1,18 +1,19 @@
 /**
- * One execution of a workflow, from its job: render each node's input, call the runner's `Execute`, and
- * keep the execution record up to date (queued → running → succeeded / failed, per-node entries, error,
- * times, cost), then charge the workspace.
+ * One execution of a workflow, from its job: check the workspace's spending cap, render each node's input,
+ * call the runner's `Execute`, and keep the execution record up to date (queued → running → succeeded /
+ * failed, per-node entries, error, times, cost), charging the workspace just before the final write.
  *
  * Exactly once in the record, at least once in effect:
  * - a job whose execution is already succeeded or failed is a no-op (a redelivery after the record was
- *   written but before the ack arrived): only a missing charge is made up;
+ *   written but before the ack arrived);
  * - a redelivered job whose execution stopped half-way (the executor died) resumes after the last node
  *   that succeeded, reusing its recorded output; the node that was running when the executor died runs
  *   again (the runner cannot tell whether its side effects happened; integration code that must not
  *   repeat them keys them on `data.input`'s execution id or its own idempotency keys);
- * - the cost is charged once per execution: the final record says `charged: false` until the charge is
- *   made, so a crash between the two makes the redelivery charge, and only a crash between the charge and
- *   the next write could charge twice;
+ * - the cost is charged once per execution: the charge is a message keyed by the execution id that the
+ *   ledger stores once and refuses ever after, sent before the final record is written (which then says
+ *   `charged: true`). A crash between the two makes the redelivery charge again — refused — so nothing is
+ *   charged twice, and a finished record always has its charge;
  * - every write of the record is fenced: a compare-and-set on the KV revision this attempt read or last
  *   wrote. An executor that lost its job (its delivery timed out and the job went to another executor,
  *   or it was cut off from NATS meanwhile) finds the record moved on at its next write; it then re-reads
@@ -32,7 +33,7 @@ import { ResultKind } from '../gen/ldbox/runner/v1/runner_pb.js';
 import type { Logger } from '../logging/logger.js';
 import { type ExecutionRecord, type ExecutionRepository, isFinalStatus } from '../store/execution-repository.js';
 import { isSecretUnavailable, isStaleRecord } from '../store/store-errors.js';
-import type { WorkspaceRepository } from '../store/workspace-repository.js';
+import type { Charge } from '../store/charge-ledger.js';
 import { isTemplateError, renderTemplates } from '../workflows/template.js';
 import type { WebhookJob } from '../workflows/webhook-job.js';
 import { type NodeRecord, type WorkflowRecord, workflowVersion } from '../workflows/workflow-model.js';
@@ -64,7 +65,14 @@ export interface ExecutionObserver {
 export interface ExecutionDeps {
   executions: Pick<ExecutionRepository, 'read' | 'write'>;
   workflows: { get(id: string): Promise<WorkflowRecord | undefined> };
-  workspaces: Pick<WorkspaceRepository, 'charge'>;
+  /** Where costs go (ChargeLedger): idempotent per execution id. */
+  charges: { charge(c: Charge): Promise<'charged' | 'already_charged'> };
+  /**
+   * The spending-cap check made before an execution runs: resolves a message when its workspace has
+   * spent its monthly budget (the execution then fails without running), undefined when it may run.
+   * Absent: no check (tests of other behaviour).
+   */
+  spendingCap?: (workspace: string, now: Date) => Promise<string | undefined>;
   runners: Pick<RunnerClients, 'execute'>;
   /** Deadline of an `Execute` call whose node sets no timeout; a node's own timeout gets the same slack. */
   executeDeadlineMs: number;
@@ -88,6 +96,17 @@ const isFinal = (r: ExecutionRecord | undefined): boolean => isFinalStatus(r?.st
 interface Fenced {
   rec: ExecutionRecord;
   revision: number;
+  /**
+   * The record was not read: a first delivery assumes there is none and creates it (revision 0), which
+   * saves a read per execution. Should the create find one (the same job published twice), the attempt
+   * starts over from a read ({@link NotFirstError}); nothing has run by then.
+   */
+  assumedNew?: boolean;
+}
+
+/** A first delivery's create found a record: start over, reading it. */
+class NotFirstError extends Error {
+  override readonly name = 'NotFirstError';
 }
 
 /** A fenced write found the record moved on: this attempt stops (caught at the entry points below). */
@@ -106,9 +125,11 @@ class RecordMovedOnError extends Error {
 async function save(f: Fenced, deps: ExecutionDeps): Promise<void> {
   try {
     f.revision = await deps.executions.write(f.rec, f.revision);
+    f.assumedNew = false;
     return;
   } catch (err) {
     if (!isStaleRecord(err)) throw err;
+    if (f.assumedNew) throw new NotFirstError('the execution has a record already', { cause: err });
   }
   const now = await deps.executions.read(f.rec.workflowId, f.rec.id);
   if (now.record !== undefined && JSON.stringify(now.record) === JSON.stringify(f.rec)) {
@@ -142,7 +163,14 @@ async function fenced<T>(ids: { workflowId: string; executionId: string }, deps:
  */
 export async function runExecution(job: WebhookJob, attempt: number, deps: ExecutionDeps, signal?: AbortSignal): Promise<RunOutcome> {
   try {
-    return await fenced(job, deps, () => run(job, attempt, deps, signal));
+    return await fenced(job, deps, async () => {
+      try {
+        return await run(job, attempt, deps, signal, attempt === 1);
+      } catch (err) {
+        if (!(err instanceof NotFirstError)) throw err;
+        return run(job, attempt, deps, signal, false);
+      }
+    });
   } catch (err) {
     // Cancelled while a node ran: its runner call was aborted; the record is the control plane's.
     if (signal?.aborted && signal.reason instanceof ExecutionCancelledError) return settleCancelled(job, deps);
@@ -155,23 +183,25 @@ async function settleCancelled(ids: { workflowId: string; executionId: string },
   const { record, revision } = await deps.executions.read(ids.workflowId, ids.executionId);
   if (record?.status !== 'cancelled') throw new RetryableRunError(`execution ${ids.executionId} was stopped but its record is ${record?.status ?? 'missing'}`);
   deps.log.info({ workflowId: ids.workflowId, executionId: ids.executionId }, 'the execution was cancelled: this attempt stops');
+  if (record.charged !== false) return 'cancelled';
+  await settleCharge(record, deps);
   try {
-    await settleCharge({ rec: record, revision }, deps);
+    await save({ rec: record, revision, assumedNew: false }, deps);
   } catch (err) {
-    if (!(err instanceof RecordMovedOnError)) throw err; // another executor settled it
+    if (!(err instanceof RecordMovedOnError)) throw err; // another executor settled it (the ledger keeps one charge)
   }
   return 'cancelled';
 }
 
-async function run(job: WebhookJob, attempt: number, deps: ExecutionDeps, signal: AbortSignal | undefined): Promise<RunOutcome> {
+async function run(job: WebhookJob, attempt: number, deps: ExecutionDeps, signal: AbortSignal | undefined, assumeNew: boolean): Promise<RunOutcome> {
   const now = deps.now ?? (() => new Date());
-  const { record: existing, revision } = await deps.executions.read(job.workflowId, job.executionId);
+  const { record: existing, revision } = assumeNew ? { record: undefined, revision: 0 } : await deps.executions.read(job.workflowId, job.executionId);
   if (existing && isFinal(existing)) {
-    await settleCharge({ rec: existing, revision }, deps);
+    await settleCharge(existing, deps);
     return 'already_finished';
   }
   const rec = continuedRecord(job, existing, { startedAt: now().toISOString(), attempts: Math.max((existing?.attempts ?? 0) + 1, attempt) });
-  const f: Fenced = { rec, revision };
+  const f: Fenced = { rec, revision, assumedNew: assumeNew };
 
   let workflow;
   try {
@@ -189,6 +219,11 @@ async function run(job: WebhookJob, attempt: number, deps: ExecutionDeps, signal
   }
   if (!workflow) return finish(f, 'failed', `workflow ${job.workflowId} was deleted before the execution ran`, deps);
   rec.workflowVersion = workflowVersion(workflow);
+  const capped = await deps.spendingCap?.(job.workspace, now());
+  if (capped !== undefined) {
+    deps.log.info({ workflowId: job.workflowId, executionId: job.executionId, workspace: job.workspace }, 'spending cap reached: execution not run');
+    return finish(f, 'failed', capped, deps);
+  }
 
   const share = nodeShareBytes(deps.maxRecordBytes(), jsonBytes(job.trigger), workflow.nodes.length);
   const outputs: Record<string, { output: JsonValue }> = Object.create(null);
@@ -201,7 +236,10 @@ async function run(job: WebhookJob, attempt: number, deps: ExecutionDeps, signal
   }
   rec.nodes = rec.nodes.slice(0, resumeAt);
   rec.unrecordedOutputs = rec.unrecordedOutputs!.filter((id) => workflow.nodes.slice(0, resumeAt).some((n) => n.id === id));
-  await save(f, deps);
+  // One write per node start, no more: the `running` status and the entry of the node that starts go in
+  // one write, as do a node's result and the start of the next (rendering the next node's input, the
+  // only work in between, is synchronous). Every node's result is stored before the next node's call,
+  // so a redelivery still resumes after the last node that succeeded.
 
   for (const [i, node] of workflow.nodes.entries()) {
     if (i < resumeAt) continue;
@@ -217,7 +255,6 @@ async function run(job: WebhookJob, attempt: number, deps: ExecutionDeps, signal
     if (!entry.outputRecorded) rec.unrecordedOutputs!.push(node.id);
     if (outcome.node.status === 'failed') return finish(f, 'failed', runError(node.id, outcome.node.error!.message), deps);
     outputs[node.id] = { output: outcome.node.output ?? null };
-    if (i < workflow.nodes.length - 1) await save(f, deps);
   }
   return finish(f, 'succeeded', '', deps);
 }
@@ -237,7 +274,6 @@ function continuedRecord(job: WebhookJob, existing: ExecutionRecord | undefined,
     finishedAt: null,
     attempts: at.attempts,
     costUnits: existing?.costUnits ?? 0,
-    charged: false,
     unrecordedOutputs: existing?.unrecordedOutputs ?? [],
     ...(existing?.workflowVersion === undefined ? {} : { workflowVersion: existing.workflowVersion }),
     ...(job.replayOf === undefined ? {} : { replayOf: job.replayOf }),
@@ -310,26 +346,30 @@ async function runNode(
   return { node: { id: node.id, status: 'succeeded', startedAt, finishedAt, logs: res.logs, output }, costUnits };
 }
 
-/** Writes the final record, then charges the workspace. */
+/** Charges the execution's cost, then writes the final record (see the module comment for the order). */
 async function finish(f: Fenced, status: 'succeeded' | 'failed', error: string, deps: ExecutionDeps): Promise<RunOutcome> {
   const rec = f.rec;
   rec.status = status;
   rec.error = error;
   rec.finishedAt = (deps.now ?? (() => new Date()))().toISOString();
-  rec.charged = rec.costUnits === 0;
+  rec.charged = false;
+  await settleCharge(rec, deps);
   await save(f, deps);
-  await settleCharge(f, deps);
   return status;
 }
 
-/** Adds a finished execution's cost to its workspace unless that was done. */
-async function settleCharge(f: Fenced, deps: ExecutionDeps): Promise<void> {
-  const rec = f.rec;
-  // Records written before the `charged` field existed, and queued ones, have it undefined: nothing owed.
+/**
+ * Charges a finished execution's cost unless its record says it was (`charged: true`; the ledger would
+ * refuse a second charge anyway). A finished record with `charged: false` was left by an executor of the
+ * per-workspace counter this ledger replaced, which crashed before charging: it is charged now. Records
+ * from before the field existed (undefined) owe nothing.
+ */
+async function settleCharge(rec: ExecutionRecord, deps: ExecutionDeps): Promise<void> {
   if (rec.charged !== false) return;
-  if (rec.costUnits > 0) await deps.workspaces.charge(rec.workspace, rec.costUnits, (deps.now ?? (() => new Date()))());
+  if (rec.costUnits > 0) {
+    await deps.charges.charge({ workspace: rec.workspace, executionId: rec.id, units: rec.costUnits, at: rec.finishedAt ?? new Date().toISOString() });
+  }
   rec.charged = true;
-  await save(f, deps);
 }
 
 /**
@@ -347,7 +387,7 @@ async function exhausted(job: WebhookJob, attempts: number, error: unknown, deps
   const now = deps.now ?? (() => new Date());
   const { record: existing, revision } = await deps.executions.read(job.workflowId, job.executionId);
   if (existing && isFinal(existing)) {
-    await settleCharge({ rec: existing, revision }, deps);
+    await settleCharge(existing, deps);
     return 'already_finished';
   }
   const reason = error === undefined ? 'the executor stopped during the last one' : ((error as Error)?.message ?? String(error));

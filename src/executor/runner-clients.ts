@@ -1,6 +1,6 @@
 /**
- * The executor's side of `RunnerService.Execute`: one gRPC client (HTTP/2, connect-node) per runner of
- * LDBOX_RUNNER_URLS, called in turn.
+ * The executor's side of `RunnerService.Execute`: one gRPC client (HTTP/2, grpc-unary-client.ts) per runner
+ * of LDBOX_RUNNER_URLS, called in turn.
  *
  * Balancing: round robin over the runners not in their cool-down. A runner that answers UNAVAILABLE
  * (down, shutting down), RESOURCE_EXHAUSTED (its pool queue is full) or fails at the network level (a
@@ -14,13 +14,12 @@
  */
 import type http2 from 'node:http2';
 import tls from 'node:tls';
-import { Code, ConnectError, createClient, type Interceptor } from '@connectrpc/connect';
-import { createGrpcTransport } from '@connectrpc/connect-node';
-import { create, type DescService, type JsonObject, type JsonValue, type MessageInitShape } from '@bufbuild/protobuf';
-import { type Empty, EmptySchema } from '@bufbuild/protobuf/wkt';
+import { Code, ConnectError } from '@connectrpc/connect';
+import { create, type JsonObject, type JsonValue, type MessageInitShape, toBinary } from '@bufbuild/protobuf';
+import { GrpcUnaryClient } from './grpc-unary-client.js';
 import { type ExecuteRequest, ExecuteRequestSchema, type ExecuteResponse, RunnerService } from '../gen/ldbox/runner/v1/runner_pb.js';
 import type { RunnerClientTls } from './executor-config.js';
-import { readExecuteResponse, withStructBytes } from './runner-wire.js';
+import { readExecuteResponseBytes, withStructBytes } from './runner-wire.js';
 
 /** How long a runner that refused a call is passed over (unless every runner is). */
 export const COOL_DOWN_MS = 1000;
@@ -60,7 +59,7 @@ export interface RunnerAnswer {
   result: JsonValue | undefined;
 }
 
-type ExecuteFn = (req: ExecuteRequest, opts: { timeoutMs: number; signal?: AbortSignal }) => Promise<Empty>;
+type ExecuteFn = (req: ExecuteRequest, opts: { timeoutMs: number; signal?: AbortSignal }) => Promise<Uint8Array>;
 
 interface Runner {
   url: string;
@@ -68,12 +67,8 @@ interface Runner {
   coolUntil: number;
 }
 
-/**
- * `Execute` with the response left as raw fields (decoded as Empty): runner-wire.ts decodes it so that
- * no key of the result is lost and an unreadable result is told from a failed call.
- */
-const EXECUTE_RAW = { ...RunnerService.method.execute, output: EmptySchema };
-const RUNNER_RAW = { ...RunnerService, methods: [EXECUTE_RAW], method: { execute: EXECUTE_RAW } } as unknown as DescService;
+/** The method's path (gRPC: `/<package>.<Service>/<Method>`). */
+const EXECUTE_PATH = `/${RunnerService.typeName}/${RunnerService.method.execute.name}`;
 
 /** node:http2's TLS options for a runner: an extra trusted CA (added to Node's bundled ones), a client certificate. */
 function secureOptions(t: RunnerClientTls | undefined): http2.SecureClientSessionOptions {
@@ -104,6 +99,7 @@ const FINAL = new Set([Code.InvalidArgument, Code.FailedPrecondition, Code.OutOf
 
 export class RunnerClients {
   readonly #runners: Runner[];
+  readonly #clients: GrpcUnaryClient[] = [];
   #next = 0;
 
   /**
@@ -112,28 +108,23 @@ export class RunnerClients {
    */
   constructor(urls: readonly string[], token: string | undefined, opts: { readMaxBytes?: number; tls?: RunnerClientTls } = {}) {
     if (urls.length === 0) throw new Error('RunnerClients needs at least one runner URL');
-    const auth: Interceptor = (next) => (req) => {
-      req.header.set('authorization', `Bearer ${token}`);
-      return next(req);
-    };
-    this.#runners = urls.map((url) => ({
-      url,
-      coolUntil: 0,
-      execute: (
-        createClient(
-          RUNNER_RAW,
-          createGrpcTransport({
-            baseUrl: url,
-            // A response holds the result plus logs: 8 MiB + 2 MiB by the runner's defaults.
-            readMaxBytes: opts.readMaxBytes ?? 64 * 1024 * 1024,
-            interceptors: token ? [auth] : [],
-            pingIntervalMs: 10_000,
-            idleConnectionTimeoutMs: 60_000,
-            ...(url.startsWith('https:') ? { nodeOptions: secureOptions(opts.tls) } : {}),
-          }),
-        ) as unknown as { execute: ExecuteFn }
-      ).execute,
-    }));
+    this.#runners = urls.map((url) => {
+      const client = new GrpcUnaryClient(url, {
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+        // A response holds the result plus logs: 8 MiB + 2 MiB by the runner's defaults.
+        readMaxBytes: opts.readMaxBytes ?? 64 * 1024 * 1024,
+        pingIntervalMs: 10_000,
+        idleTimeoutMs: 60_000,
+        ...(url.startsWith('https:') ? { tls: secureOptions(opts.tls) } : {}),
+      });
+      this.#clients.push(client);
+      return { url, coolUntil: 0, execute: (req, o) => client.call(EXECUTE_PATH, toBinary(ExecuteRequestSchema, req), o) };
+    });
+  }
+
+  /** Closes the connections to the runners (calls in flight fail). */
+  close(): void {
+    for (const c of this.#clients) c.close();
   }
 
   get urls(): string[] {
@@ -151,7 +142,7 @@ export class RunnerClients {
     const order = this.#order();
     const refusals: string[] = [];
     for (const runner of order) {
-      let answer: Empty;
+      let answer: Uint8Array;
       try {
         answer = await runner.execute(req, { timeoutMs: opts.timeoutMs, signal: opts.signal });
       } catch (err) {
@@ -166,7 +157,7 @@ export class RunnerClients {
         if (FINAL.has(e.code)) throw new RunnerRejectedError(`the runner refused the call: ${e.rawMessage}`, e.code);
         throw new RunnerCallError(`the runner call failed (${Code[e.code]}): ${e.rawMessage}`, e.code);
       }
-      return readExecuteResponse(answer);
+      return readExecuteResponseBytes(answer);
     }
     throw new RunnerUnavailableError(`no runner took the call: ${refusals.join('; ')}`);
   }

@@ -69,7 +69,11 @@ const PROTO_KEY = Buffer.from('__proto__');
 
 /** The ExecuteResponse in `answer` (decoded as Empty) and its result as JSON, keeping every key. */
 export function readExecuteResponse(answer: Empty): { response: ExecuteResponse; result: JsonValue | undefined } {
-  const bytes = toBinary(EmptySchema, answer);
+  return readExecuteResponseBytes(toBinary(EmptySchema, answer), answer);
+}
+
+/** {@link readExecuteResponse} from the serialized response (`raw`: the same bytes decoded as Empty, when at hand). */
+export function readExecuteResponseBytes(bytes: Uint8Array, raw?: Empty): { response: ExecuteResponse; result: JsonValue | undefined } {
   let response: ExecuteResponse;
   try {
     response = fromBinary(ExecuteResponseSchema, bytes);
@@ -81,9 +85,9 @@ export function readExecuteResponse(answer: Empty): { response: ExecuteResponse;
     return { response, result: toJson(ValueSchema, response.result) as JsonValue };
   }
   // The last field 2 is the result (repeated message fields merge, but the runner writes one).
-  const raw = answer.$unknown?.filter((f) => f.no === 2).at(-1);
-  if (!raw) return { response, result: toJson(ValueSchema, response.result) as JsonValue };
+  const field = (raw ?? fromBinary(EmptySchema, bytes)).$unknown?.filter((f) => f.no === 2).at(-1);
+  if (!field) return { response, result: toJson(ValueSchema, response.result) as JsonValue };
   let at = 0;
-  while (raw.data[at]! & 0x80) at++;
-  return { response, result: valueEntriesToJson(fromBinary(ValueEntriesSchema, raw.data.subarray(at + 1))) };
+  while (field.data[at]! & 0x80) at++;
+  return { response, result: valueEntriesToJson(fromBinary(ValueEntriesSchema, field.data.subarray(at + 1))) };
 }

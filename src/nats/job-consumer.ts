@@ -5,6 +5,8 @@
  * Delivery semantics (at least once, nothing silently dropped):
  * - A job not acked within `ack_wait` (default 30 s) is redelivered; a long run keeps its job with
  *   `working()` heartbeats (sent automatically by {@link runJobConsumer} every ack_wait/3).
+ * - A job whose handler resolved is acked without waiting for a confirmation ({@link Job.ackNoWait}); while
+ *   the loop stops, with one, so that close() resolves with finished jobs removed from the queue.
  * - Attempts are bounded by `maxAttempts` (default 5). {@link Job.isLastAttempt} tells the handler that a
  *   failure now is final, so it records the execution as failed instead of retrying.
  * - The server's `max_deliver` is `maxAttempts + extraDeliveries` (default +2), not `maxAttempts`: if the
@@ -201,6 +203,16 @@ export class Job {
     }
   }
 
+  /**
+   * Acknowledge without waiting for the server's confirmation: one message out, no request. What the loop
+   * uses after a handler resolved — a lost ack only means a redelivery, which the executor treats as a
+   * no-op for a finished execution — so a job does not cost a request and a round trip more.
+   */
+  ackNoWait(): void {
+    if (this.#settle()) return;
+    this.msg.ack();
+  }
+
   /** Give the job back for another attempt, after `delayMs` (server-side delay). */
   nak(delayMs?: number): void {
     if (this.#settle()) return;
@@ -243,7 +255,7 @@ export interface RunJobConsumerOptions extends JobConsumerOptions {
    * removed (term); throw → it is retried (nak) within the extra deliveries.
    */
   onExhausted: (job: Job, error: unknown) => Promise<void>;
-  /** Jobs handled at once (one pull per free slot, no prefetch: a prefetched job's ack_wait would tick). Default 1. */
+  /** Jobs handled at once (one fetch for the free slots, no prefetch: a prefetched job's ack_wait would tick). Default 1. */
   concurrency?: number;
   /** Delay before a failed attempt is redelivered. Default 1 s, 2 s, 4 s, … capped at 30 s. */
   retryDelayMs?: (attempt: number) => number;
@@ -354,7 +366,12 @@ export function runJobConsumer(opts: RunJobConsumerOptions): JobConsumerLoop {
     if (heartbeatMs > 0) job.startHeartbeat(heartbeatMs);
     try {
       await opts.handler(job);
-      if (!job.settled) await job.ack();
+      // While stopping, the ack is confirmed before the slot counts as free: close() then resolves with the
+      // job removed from the queue (and, acks being processed in order, every ack sent before it).
+      if (!job.settled) {
+        if (stopCtl.signal.aborted) await job.ack();
+        else job.ackNoWait();
+      }
     } catch (err) {
       if (job.settled) {
         log.error({ err, seq: job.seq }, 'job handler threw after settling the job');
@@ -380,8 +397,37 @@ export function runJobConsumer(opts: RunJobConsumerOptions): JobConsumerLoop {
     }
   };
 
-  const slot = async (): Promise<void> => {
+  const concurrency = Math.max(1, opts.concurrency ?? 1);
+  const running = new Set<Promise<void>>();
+  /** Resolved (and replaced) whenever a job finishes: the puller waits on it while every slot is busy. */
+  let freeSlot = (): void => undefined;
+  let slotFreed = new Promise<void>((r) => (freeSlot = r));
+
+  const start = (msg: JsMsg): void => {
+    inFlight++;
+    const p = handle(msg)
+      .catch((err: unknown) => log.error({ err, seq: msg.seq }, 'job handling failed unexpectedly; the job will be redelivered'))
+      .finally(() => {
+        inFlight--;
+        running.delete(p);
+        freeSlot();
+        slotFreed = new Promise<void>((r) => (freeSlot = r));
+      });
+    running.add(p);
+  };
+
+  /**
+   * One pull for every free slot: a fetch of that many jobs (one request, not one per job), each job
+   * started as it arrives. No prefetch — never more jobs delivered than slots free — so no job's ack_wait
+   * ticks while it waits here. The next fetch is made when this one is complete (all its jobs arrived) or
+   * expires.
+   */
+  const pull = async (): Promise<void> => {
     while (!stopCtl.signal.aborted) {
+      if (inFlight >= concurrency) {
+        await Promise.race([slotFreed, stopped]);
+        continue;
+      }
       let nc: NatsConnection;
       try {
         nc = await opts.client.whenConnected(stopCtl.signal);
@@ -390,23 +436,18 @@ export function runJobConsumer(opts: RunJobConsumerOptions): JobConsumerLoop {
       }
       try {
         const c = await getConsumer(nc);
-        const pull = c.next({ expires });
-        const msg = await Promise.race([pull, stopped]);
-        if (msg === STOPPED || stopCtl.signal.aborted) {
-          // Do not wait out the pull: a job it still brings is handed straight back.
-          void pull.then(
-            (m) => m?.nak(),
-            () => undefined,
-          );
-          if (msg && msg !== STOPPED) msg.nak();
+        const batch = await c.fetch({ max_messages: concurrency - inFlight, expires });
+        const delivered = (async () => {
+          for await (const msg of batch) {
+            // Stopped meanwhile: a job this fetch still brings is handed straight back.
+            if (stopCtl.signal.aborted) msg.nak();
+            else start(msg);
+          }
+        })();
+        // Do not wait out the fetch when stopping (it goes on in the background, giving back what it brings).
+        if ((await Promise.race([delivered, stopped])) === STOPPED) {
+          delivered.catch(() => undefined);
           return;
-        }
-        if (!msg) continue;
-        inFlight++;
-        try {
-          await handle(msg);
-        } finally {
-          inFlight--;
         }
       } catch (err) {
         if (stopCtl.signal.aborted) return;
@@ -430,8 +471,9 @@ export function runJobConsumer(opts: RunJobConsumerOptions): JobConsumerLoop {
     }
   };
 
-  const slots = Array.from({ length: Math.max(1, opts.concurrency ?? 1) }, () => slot());
-  const all = Promise.all(slots);
+  const all = pull().then(async () => {
+    while (running.size > 0) await Promise.allSettled([...running]);
+  });
   return {
     get inFlight() {
       return inFlight;
@@ -439,6 +481,8 @@ export function runJobConsumer(opts: RunJobConsumerOptions): JobConsumerLoop {
     async close() {
       stopCtl.abort();
       await all;
+      // Acks sent without confirmation reach the server before close() resolves (a PING/PONG behind them).
+      await opts.client.connection?.flush().catch(() => undefined);
       safeUnsubscribe(advisorySub?.sub);
     },
   };

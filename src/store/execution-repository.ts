@@ -23,6 +23,8 @@ import { create, fromJson, type JsonObject, type JsonValue } from '@bufbuild/pro
 import { timestampFromDate, ValueSchema } from '@bufbuild/protobuf/wkt';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
+import { JetStreamApiCodes } from '@nats-io/jetstream';
+import type { JobPublisher } from '../nats/job-publisher.js';
 import {
   type Execution,
   ExecutionSchema,
@@ -74,8 +76,10 @@ export interface ExecutionRecord {
   attempts: number;
   costUnits: number;
   /**
-   * True once `costUnits` was added to the workspace's spend (set by the executor after the final
-   * status, so that a redelivery of a finished execution charges only if the first delivery did not).
+   * True on a finished record once its cost is in the CHARGES ledger (src/store/charge-ledger.ts; the charge
+   * is sent before the final write). `false` on a finished record: written by an executor of the former
+   * per-workspace counter that crashed before charging; a redelivery charges it. Absent: nothing owed
+   * (records from before the field, running ones).
    */
   charged?: boolean;
   /** Nodes whose output was too large to record (the executor's own bookkeeping, not shown). */
@@ -238,6 +242,12 @@ export class ExecutionRepository {
     private readonly jsm: JetStreamManager,
     private readonly bucket: string = KV_BUCKETS.executions,
     private readonly jobsStream: string = JOBS_STREAM,
+    /**
+     * Sends writes as plain publishes to the bucket's subject with the revision check as a header, the
+     * PubAck matched by reply token (src/nats/job-publisher.ts): the same compare-and-set as `KV.update`,
+     * without nats.js's per-request machinery — the executor's hot path. Absent: the KV handle writes.
+     */
+    private readonly writer?: Pick<JobPublisher, 'publish'>,
   ) {}
 
   /**
@@ -264,6 +274,14 @@ export class ExecutionRepository {
    */
   async write(record: ExecutionRecord, revision: number): Promise<number> {
     const key = executionKey(record.workflowId, record.id);
+    if (this.writer) {
+      const r = await this.writer.publish(`$KV.${this.bucket}.${key}`, encodeJson(record), {
+        headers: { 'Nats-Expected-Last-Subject-Sequence': String(revision) },
+      });
+      if (r.ok) return r.seq;
+      if (r.errCode === JetStreamApiCodes.StreamWrongLastSequence) throw new StaleRecordError(`execution ${record.id} changed since revision ${revision}`);
+      throw unavailable('storing the execution failed', new Error(r.message));
+    }
     try {
       return revision === 0 ? await this.executions.create(key, encodeJson(record)) : await this.executions.update(key, encodeJson(record), revision);
     } catch (err) {

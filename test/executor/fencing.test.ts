@@ -82,10 +82,12 @@ function fakeExecutor(name: string, repo: ExecutionRepository, wf: WorkflowRecor
   const deps: ExecutionDeps = {
     executions: repo,
     workflows: { get: async (id) => (id === wf.id ? wf : undefined) },
-    workspaces: {
-      charge: async (workspace: string, units: number) => {
-        charges.push(`${name}:${workspace}:${units}`);
-        return undefined as never;
+    // Like the ledger: the first charge of an execution is stored, every later one refused.
+    charges: {
+      charge: async (c) => {
+        if (charges.some((x) => x.endsWith(`:${c.executionId}`))) return 'already_charged';
+        charges.push(`${name}:${c.workspace}:${c.units}:${c.executionId}`);
+        return 'charged';
       },
     },
     runners: {
@@ -166,7 +168,7 @@ t.test('a stale executor loses the race after another finished the job: it stops
   ]);
   t.equal(after.record?.attempts, 2);
   t.equal(after.record?.charged, true);
-  t.same(charges, ['B:ws:2'], 'charged once, by B');
+  t.same(charges, [`B:ws:2:${job.executionId}`], 'charged once, by B (A’s late charge refused)');
   t.same(stale.problems(), [], 'no warning or error from A');
   t.ok(
     stale.lines().some((l) => l.level === 30 && /finished by another executor/.test(l.msg)),
@@ -239,5 +241,5 @@ t.test('a job redelivered after another executor finished it: the record stays S
     { by: 'A', node: 'b' },
   ]);
   t.same(again.ran, [], 'nothing ran again');
-  t.same(charges, ['A:ws:2'], 'charged once');
+  t.same(charges, [`A:ws:2:${job.executionId}`], 'charged once');
 });

@@ -6,7 +6,9 @@
 import http from 'node:http';
 import t from 'tap';
 import { Kvm } from '@nats-io/kv';
-import { jetstream } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { ChargeLedger } from '../../src/store/charge-ledger.js';
+import { newExecutionId } from '../../src/workflows/ids.js';
 import { WorkspaceRepository, WORKSPACES_BUCKET, nextMonthStart } from '../../src/store/workspace-repository.js';
 import { testClient, waitFor } from '../nats/util.js';
 import { createWorkflow, gatewayFixture, hook, jobsOf, rpc } from './harness.js';
@@ -222,10 +224,14 @@ t.test('webhook requests', async (t) => {
     t.equal(set.status, 200);
     t.match(set.json.workspace, { name: 'capped', monthlyBudgetUnits: '10' });
     t.equal((await hook(base, w.id, { body: {} })).status, 202, 'under budget');
-    // The executor charges runs; charge the whole budget as it would.
+    // The executor charges runs and rolls the charges up; charge the whole budget as it would.
     const client = testClient(t, nats.url);
-    const kv = await new Kvm(jetstream(await client.whenConnected())).open(WORKSPACES_BUCKET);
-    await new WorkspaceRepository(kv).charge('capped', 10, new Date());
+    const nc = await client.whenConnected();
+    const kv = await new Kvm(jetstream(nc)).open(WORKSPACES_BUCKET);
+    const ledger = new ChargeLedger(jetstream(nc), await jetstreamManager(nc), kv);
+    const repo = new WorkspaceRepository(kv, ledger);
+    t.equal(await ledger.charge({ workspace: 'capped', executionId: newExecutionId(new Date()), units: 10, at: new Date().toISOString() }), 'charged');
+    t.equal(await ledger.rollUp(async (ws, charges, end) => void (await repo.fold(ws, charges, end, new Date()))), 1, 'one charge rolled up');
     await waitFor(async () => (await hook(base, w.id, { body: {} })).status === 429, 3000, 'cap seen by the gateway');
     const r = await hook(base, w.id, { body: {} });
     t.equal(r.status, 429);
