@@ -26,7 +26,7 @@ COPY package.json package-lock.json ./
 # No dependency has an install script; the package's own `prepare` (tsc) needs the sources, so it is
 # skipped here and run as `npm run build` below, once the sources are in.
 RUN npm ci --ignore-scripts --no-audit --no-fund
-COPY tsconfig.json ./
+COPY tsconfig.json tsconfig.client.json ./
 COPY bin ./bin
 COPY types ./types
 COPY src ./src

@@ -6,8 +6,9 @@
  * - removes `eval` and tames every Function constructor (no code from strings; spec "What the service does" 3),
  * - defines the spec's globals (`data`, `ld`, `atob`, `btoa`, `Buffer`),
  * - freezes the intrinsics and the global object (spec "Utilities": changing globals throws),
- * - returns `[setData, serialize, explain]`: the host fills `data` when a call takes the context, and
- *   serialises the result or describes the error after the user's code settled.
+ * - returns `[setData, serialize, explain, report]`: the host fills `data` when a call takes the context,
+ *   serialises the result or describes the error after the user's code settled, and asks which `ld.*`
+ *   promises were left pending or rejected unobserved.
  *
  * Nothing in it depends on the call: it runs once per module, and the realm it leaves is snapshotted
  * and restored before every call (snapshot-realm.ts). Because of that, `Math.random` is replaced by a
@@ -87,15 +88,28 @@ const FormData = named('FormData', class FormData {
   }
 });
 freeze(FormData.prototype);
+// The promises of ld.* calls are watched, so that the host can warn about one still pending when the
+// code returned, or rejected with nothing awaiting it (report). A watched promise is an LdPromise: its
+// constructor is not Promise, so await, Promise.all and .catch all go through its then, which marks it
+// observed. Its derived promises are plain ones (species). The list lives in the realm, so the restore
+// empties it for every call.
+const watched = [], watch = new WeakMap();
+class LdPromise extends Promise {
+  static get [Symbol.species]() { return Promise; }
+  then(f, r) { const w = watch.get(this); if (w) w.o = true; return super.then(f, r); }
+}
+freeze(LdPromise); freeze(LdPromise.prototype);
+const httpDec = (x) => { x = dec(x); if (typeof x.text === 'string') x.json = toJson(x.text); return x; };
 const bind = (b) => b.mode === 'sync'
   ? named(b.guest, function (...a) { const e = enc(a); return dec(h.invoke(b.host, e[0], e[1])); })
   // The promise is made here (not by the host). A built-in that refuses its arguments answers at once
-  // with a failure tuple, thrown here; otherwise it calls resolve with a tuple later.
+  // with a failure tuple, thrown here; otherwise it calls back with a tuple later.
   : named(b.guest, function (...a) {
-    const e = enc(a); let r;
-    const p = new Promise((res) => { r = h.invokeAsync(b.host, e[0], e[1], res); });
+    const e = enc(a), w = { n: b.guest, s: 0, o: false, e: undefined }, d = b.mode === 'http' ? httpDec : dec; let r;
+    const p = new LdPromise((ok, ko) => { r = h.invokeAsync(b.host, e[0], e[1], (x) => { try { const v = d(x); w.s = 1; ok(v); } catch (err) { w.s = 2; w.e = err; ko(err); } }); });
     if (r !== undefined) return dec(r);
-    return p.then(b.mode === 'http' ? (x) => { x = dec(x); if (typeof x.text === 'string') x.json = toJson(x.text); return x; } : dec);
+    watch.set(p, w); watched.push(w);
+    return p;
   });
 const from = named('from', function (x) {
   if (arguments.length !== 1) throw new TE('Buffer.from takes exactly one argument: an Array, Uint8Array or ArrayBuffer');
@@ -149,5 +163,11 @@ const explain = (e) => {
     return stringify(['Error', 'Uncaught ' + (s === undefined ? String(e) : s), '']);
   } catch (x) { return stringify(['Error', 'the thrown value could not be described', '']); }
 };
-return [setData, serialize, explain];
+// What the host warns about when the code returned: ld.* calls still pending, or rejected unobserved.
+const report = () => {
+  const out = [];
+  for (const w of watched) if (w.s === 0) out.push([w.n, 'pending']); else if (w.s === 2 && !w.o) out.push([w.n, 'rejected', describe(w.e)]);
+  return stringify(out);
+};
+return [setData, serialize, explain, report];
 })`;

@@ -19,6 +19,15 @@ export class LogBuffer {
   ) {}
 
   info(message: string): void {
+    this.add('info', message);
+  }
+
+  /** A warning of the sandbox about the call (a result left `undefined`, an `ld.*` promise nothing awaited). */
+  warn(message: string): void {
+    this.add('warn', message);
+  }
+
+  private add(level: SandboxLog['level'], message: string): void {
     if (this.dropped > 0 || this.entries.length >= this.maxEntries) {
       this.dropped++;
       return;
@@ -31,7 +40,7 @@ export class LogBuffer {
       return;
     }
     this.chars += shown.length;
-    this.entries.push({ level: 'info', message: shown });
+    this.entries.push({ level, message: shown });
   }
 
   /** The entries, with the truncation marker when anything was dropped. */

@@ -9,6 +9,7 @@ import { LogBuffer } from './log-buffer.js';
 import { GuestAllocationError } from './guest-allocation-error.js';
 import { SandboxInternalError, SnapshotRealm } from './snapshot-realm.js';
 import { createRedactor } from './redactor.js';
+import { type SandboxNames, teachingMessage } from './error-hints.js';
 import type { SandboxError, SandboxOutcome, SandboxRequest, UserErrorKind } from './types.js';
 import { countLines, USER_FILE, userStack, wrapUserCode } from './user-stack.js';
 import type { CappedModule } from './wasm-modules.js';
@@ -66,6 +67,7 @@ export async function runSandbox(cm: CappedModule, req: SandboxRequest, limits: 
   let result: ResultParts = {};
   const onCancel = () => call?.cancel();
   let subscribed: AbortSignal | undefined;
+  let hostWorkStarted = false;
 
   try {
     realm = cm.realm ??= SnapshotRealm.prepare(cm, limits.maxStackBytes, registeredBuiltins());
@@ -75,6 +77,7 @@ export async function runSandbox(cm: CappedModule, req: SandboxRequest, limits: 
     // Only a call waiting for host work needs waking on a cancel (guest code is stopped through
     // isCancelled by the interrupt handler), so the signal is subscribed to when host work starts.
     state.onHostWork = () => {
+      hostWorkStarted = true;
       cancel?.hostWorkStarted?.();
       if (!cancel) return;
       subscribed = cancel.signal;
@@ -106,10 +109,15 @@ export async function runSandbox(cm: CappedModule, req: SandboxRequest, limits: 
     } else {
       const settled = await settle(rt, ctx, state, evaluated.value);
       error = outcomeError(settled, ctx, state, realm.explain, req);
+      if (hostWorkStarted && (settled.kind === 'fulfilled' || settled.kind === 'rejected')) warnAboutLdPromises(ctx, state, realm.report);
       if (!error && settled.handle) {
+        const returnedUndefined = ctx.typeof(settled.handle) === 'undefined';
         const out = readResult(ctx, state, realm.serialize, realm.slot.token, settled.handle, req, limits);
         if ('error' in out) error = out.error;
-        else result = out;
+        else {
+          result = out;
+          if (returnedUndefined) logs.warn('the code returned undefined, so the result is null: end it with a return statement');
+        }
       }
     }
     // The module reached its cap, or a copy into it failed inside a built-in: the call is over.
@@ -279,6 +287,7 @@ function describeError(
   const finalKind: UserErrorKind = kind === 'syntax' && name !== 'SyntaxError' ? 'thrown' : kind;
   const userLines = countLines(req.code);
   const shownStack = userStack(stack, userLines);
+  message = teachingMessage(name, message, shownStack, req.code, sandboxNames());
   if (finalKind === 'syntax' && shownStack === '') message += ' (at the end of the code)';
   return {
     kind: finalKind,
@@ -288,6 +297,48 @@ function describeError(
     stack: redact(shownStack),
   };
 }
+
+/** Most warnings about `ld.*` promises one call logs; the rest are counted in one more. */
+const MAX_PROMISE_WARNINGS = 5;
+
+/**
+ * Warns about the `ld.*` calls whose promise was still pending when the code returned (their result is
+ * lost, and their effects may or may not happen) or was rejected with nothing awaiting it (the failure
+ * would otherwise vanish: an egress refusal, a 5xx turned into an error).
+ */
+function warnAboutLdPromises(ctx: QuickJSContext, call: CallState, report: QuickJSHandle): void {
+  const r = ctx.callFunction(report, ctx.undefined);
+  if (r.error) return; // the deadline passed or memory ran out while listing: the outcome says so
+  const entries = JSON.parse(ctx.getString(r.value)) as [string, 'pending' | 'rejected', string?][];
+  for (const [i, [name, state, reason]] of entries.entries()) {
+    if (i === MAX_PROMISE_WARNINGS) {
+      call.logs.warn(`… and ${entries.length - i} more ld.* calls not awaited`);
+      break;
+    }
+    call.logs.warn(
+      state === 'pending'
+        ? `ld.${name} was still pending when the code returned: its result is lost (await it before returning)`
+        : `ld.${name} failed and nothing awaited it: ${reason ?? ''} (await it, or add .catch)`,
+    );
+  }
+}
+
+const namesOf = new WeakMap<object, SandboxNames>();
+
+/** The names the sandbox offers (for "did you mean"): the registered `ld.*` built-ins and the globals. */
+function sandboxNames(): SandboxNames {
+  const bindings = registeredBuiltins().bindings;
+  let names = namesOf.get(bindings);
+  if (names) return names;
+  names = {
+    ld: ['log', ...bindings.filter((b) => !b.global).map((b) => b.guest)],
+    globals: ['data', 'ld', 'Buffer', 'FormData', ...bindings.filter((b) => b.global).map((b) => b.guest), ...INTRINSICS],
+  };
+  namesOf.set(bindings, names);
+  return names;
+}
+
+const INTRINSICS = ['JSON', 'Math', 'Date', 'Object', 'Array', 'String', 'Number', 'Boolean', 'Promise', 'Error', 'TypeError', 'RangeError'];
 
 /** Serialises the returned value inside the guest (under the deadline), copies it out and validates its shape. */
 function readResult(

@@ -51,6 +51,8 @@ export class SnapshotRealm {
     readonly setData: QuickJSHandle,
     readonly serialize: QuickJSHandle,
     readonly explain: QuickJSHandle,
+    /** The prelude's report of `ld.*` promises left pending or rejected unobserved (JSON text). */
+    readonly report: QuickJSHandle,
     private readonly snapshot: MemorySnapshot,
   ) {}
 
@@ -73,12 +75,17 @@ export class SnapshotRealm {
     if (installed.error) throw new SandboxInternalError(`prelude install failed: ${JSON.stringify(ctx.dump(installed.error))}`);
     for (const h of args) h.dispose();
     prelude.value.dispose();
-    const [setData, serialize, explain] = [0, 1, 2].map((i) => ctx.getProp(installed.value, i)) as [QuickJSHandle, QuickJSHandle, QuickJSHandle];
+    const [setData, serialize, explain, report] = [0, 1, 2, 3].map((i) => ctx.getProp(installed.value, i)) as [
+      QuickJSHandle,
+      QuickJSHandle,
+      QuickJSHandle,
+      QuickJSHandle,
+    ];
     installed.value.dispose();
     // Settle what the prelude left in the job queue, so that no call inherits a pending job.
     rt.executePendingJobs();
     const snapshot = MemorySnapshot.capture(cm.memory, loadQuickJSBuild(), cm.breakAddress, cm.stackLow);
-    return new SnapshotRealm(rt, ctx, slot, setData, serialize, explain, snapshot);
+    return new SnapshotRealm(rt, ctx, slot, setData, serialize, explain, report, snapshot);
   }
 
   /** Restores the prepared realm and hands it to `call`. */

@@ -18,7 +18,7 @@ import { loadRunnerConfig } from '../../runner/config/index.js';
 import { applyHeapGrowth, startRunnerServer } from '../../runner/server/index.js';
 import { runDev } from '../dev/dev-command.js';
 import { REENCRYPT_ABOUT, runReencrypt } from './reencrypt-command.js';
-import { RUN_USAGE, runCommand } from './run-command.js';
+import { RUN_ABOUT, RUN_USAGE, runCommand } from './run-command.js';
 import { isParseArgsError, usageMessage } from './usage-message.js';
 
 const USAGE = `usage: ldbox <command> [--help]
@@ -28,7 +28,7 @@ const USAGE = `usage: ldbox <command> [--help]
   runner              the sandbox runner (gRPC/Connect on LDBOX_RUNNER_PORT, default 50051)
   gateway             the webhook gateway and control plane (HTTP on LDBOX_GATEWAY_PORT, default 8080; needs NATS_URL)
   executor            runs queued workflows on the runners of LDBOX_RUNNER_URLS (health and metrics on LDBOX_EXECUTOR_PORT, default 8081)
-  run FILE.js [...]   run integration code locally in the sandbox
+  run FILE.js [...]   run integration code locally in the sandbox (- reads it from stdin)
   reencrypt           seal every stored node auth value with the current LDBOX_DATA_KEY (after a key rotation)
 
 'ldbox <command> --help' shows a command's options and settings (environment variables).
@@ -43,7 +43,7 @@ const ABOUT: Record<Command, string> = {
     'usage: ldbox gateway [--help]\n\nThe webhook gateway and control plane (WorkflowService, WorkspaceService) over HTTP; queues jobs in NATS JetStream.',
   executor: 'usage: ldbox executor [--help]\n\nRuns queued workflow jobs from NATS on the runners; /healthz, /readyz and /metrics over HTTP.',
   reencrypt: REENCRYPT_ABOUT,
-  run: `${RUN_USAGE}\n\nRuns integration code locally in the runner's sandbox (same pool, same limits): the result as JSON on stdout, logs on stderr.\nExit codes: 0 ok, 1 the code failed, 2 bad usage.`,
+  run: `${RUN_USAGE}\n\n${RUN_ABOUT}`,
 };
 
 const stdout = (s: string) => void process.stdout.write(s);
@@ -107,7 +107,7 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     if (command === 'run') {
       if (wantsHelp(rest)) return help(command);
       warnUnknownSettings();
-      return await runCommand(rest, process.env, { stdout, stderr });
+      return await runCommand(rest, process.env, { stdout, stderr }, { stdin: process.stdin, untilStopped: untilSignal });
     }
     // The services take no arguments but --help; `dev` takes --cluster N too.
     const { values } = parseArgs({

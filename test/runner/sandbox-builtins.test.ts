@@ -106,7 +106,11 @@ t.test('no eval, process, require or code from strings', async (t) => {
   t.same(await failure(t, 'return (function* () {}).constructor("yield 1")().next()'), noCode, 'GeneratorFunction');
   t.same(
     await failure(t, 'return await import("fs")'),
-    { kind: ErrorKind.THROWN, name: 'ReferenceError', message: "could not load module 'fs'" },
+    {
+      kind: ErrorKind.THROWN,
+      name: 'ReferenceError',
+      message: "import('fs') is not available in the sandbox: there are no modules: the code is a function body, and the built-ins are on ld",
+    },
     'no modules can be imported',
   );
 });
@@ -520,5 +524,10 @@ t.test('undefined becomes null', async (t) => {
     const o = await run(t, code);
     t.equal(o.error, undefined, `${code}: no error`);
     t.equal(o.result, null, `${code}: result null`);
+    t.same(
+      o.logs,
+      [{ level: LogLevel.WARN, message: 'the code returned undefined, so the result is null: end it with a return statement' }],
+      `${code}: warned`,
+    );
   }
 });
