@@ -74,6 +74,8 @@ const CONNS = Math.floor(positive('SOAK_CONNS', 16));
 const DRAIN_MS = 60_000;
 /** RSS within this fraction of the first sample is "flat". */
 const FLAT_RSS = 0.1;
+/** The last third's p99 at most this many times the first third's is "flat" (p99 is noisy on a shared machine). */
+const FLAT_P99 = 1.5;
 const MAX_PAYLOAD = 8 * 1024 * 1024; // fits maxJobBytes(5 MiB), the gateway's default body limit
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
@@ -635,9 +637,11 @@ function report(r: Report): void {
   const [p0, , p2] = r.thirds as [Samples, Samples, Samples];
   const p99a = p0.percentile(0.99);
   const p99c = p2.percentile(0.99);
+  const latencyFlat = p99c <= FLAT_P99 * p99a;
   console.log(
     `latency, webhook due → succeeded: first third p50 ${fmt(p0.percentile(0.5), 1)} / p99 ${fmt(p99a, 1)} ms (${p0.count} executions), ` +
-      `last third p50 ${fmt(p2.percentile(0.5), 1)} / p99 ${fmt(p99c, 1)} ms (${p2.count}): p99 ${pctChange(p99a, p99c)}`,
+      `last third p50 ${fmt(p2.percentile(0.5), 1)} / p99 ${fmt(p99c, 1)} ms (${p2.count}): p99 ${pctChange(p99a, p99c)}, ` +
+      `${latencyFlat ? 'flat' : 'NOT FLAT'} (flat: the last third's p99 at most ${FLAT_P99}× the first's)`,
   );
 
   const backlogEarly = mean(early.map((s) => s.backlog));
@@ -679,6 +683,19 @@ function report(r: Report): void {
   console.log(
     `noise: load average (1 min) ${fmt(Math.min(...loads), 2)}–${fmt(Math.max(...loads), 2)} during the soak on ${availableParallelism()} cores ` +
       `(this run's five processes used ${fmt(ownCores, 2)} cores on average; the rest is other work on the machine)`,
+  );
+  const allRssFlat = rssParts.every((x) => x.flat);
+  console.log(
+    `verdict: RSS ${
+      allRssFlat
+        ? 'flat'
+        : `NOT FLAT (${rssParts
+            .filter((x) => !x.flat)
+            .map((x) => x.p)
+            .join(', ')})`
+    }; p99 ${latencyFlat ? 'flat' : 'NOT FLAT'}; JOBS backlog ${backlogFlat ? 'flat' : 'GROWING'}; ` +
+      `executions bucket +${fmt(perExec)} B per execution (kept for the retention); ` +
+      `${bad === 0 && soak.succeeded === soak.accepted ? 'no webhook lost or failed' : `${bad + Math.max(0, soak.accepted - soak.succeeded - soak.failed - soak.lost)} WEBHOOKS LOST OR FAILED`}`,
   );
   if (bad > 0 || soak.succeeded !== soak.accepted) process.exitCode = 1;
   console.log(
