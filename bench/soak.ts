@@ -261,6 +261,10 @@ class Tracker {
 
   /** Starts a new sample window; returns the one that ended. */
   cut(): Window {
+    // A final status nobody claimed within a minute was not early but a repeat: the executor writes a
+    // finished record again to mark it charged. Dropped, or this process would keep one per execution.
+    const old = performance.now() - 60_000;
+    for (const [id, e] of this.early) if (e.at < old) this.early.delete(id);
     const w = this.window;
     this.window = newWindow();
     return w;
@@ -569,8 +573,14 @@ async function main(): Promise<void> {
         if (lostIds.length < 5) lostIds.push(`${id} (${status ?? 'no record'})`);
       }
     }
-    await sleep(500);
-    const after = await natsFigures(jsm);
+    // Records are written before their jobs are acknowledged: wait for the acks too (the queue must end empty).
+    const emptyFrom = performance.now();
+    let after = await natsFigures(jsm);
+    while (after.backlog > 0 && performance.now() - emptyFrom < 30_000) {
+      await sleep(250);
+      after = await natsFigures(jsm);
+    }
+    const emptyAfterMs = performance.now() - emptyFrom;
     const soak = {
       accepted: tracker.total.accepted - acceptedBefore,
       succeeded: tracker.total.succeeded - succeededBefore + lateSucceeded,
@@ -578,7 +588,21 @@ async function main(): Promise<void> {
       rejected: tracker.total.rejected - capacityPhase.rejected,
       lost,
     };
-    report({ rate, capacity, samples, thirds, before, after, soak, cpuUs, lostIds, rejectedBy: tracker.rejectedBy, firstFailure: tracker.firstFailure, sent });
+    report({
+      rate,
+      capacity,
+      samples,
+      thirds,
+      before,
+      after,
+      emptyAfterMs,
+      soak,
+      cpuUs,
+      lostIds,
+      rejectedBy: tracker.rejectedBy,
+      firstFailure: tracker.firstFailure,
+      sent,
+    });
   } finally {
     watch?.stop();
     agent.destroy();
@@ -599,6 +623,8 @@ interface Report {
   thirds: Samples[];
   before: NatsFigures;
   after: NatsFigures;
+  /** From the last execution final to the JOBS stream empty (or 30 s), ms. */
+  emptyAfterMs: number;
   soak: { accepted: number; succeeded: number; failed: number; rejected: number; lost: number };
   cpuUs: Record<ProcName, number>;
   lostIds: string[];
@@ -649,7 +675,7 @@ function report(r: Report): void {
   const backlogFlat = backlogLate <= backlogEarly + r.rate;
   console.log(
     `JOBS backlog at the samples: mean ${fmt(backlogEarly, 1)} in the first third, ${fmt(backlogLate, 1)} in the last, max ${Math.max(...samples.map((s) => s.backlog))}, ` +
-      `${r.after.backlog} after the drain: ${backlogFlat ? 'flat (no growth beyond one second of arrivals)' : 'GROWING: the executor falls behind at this rate'}; ` +
+      `${r.after.backlog} after the drain (${r.after.backlog ? 'NOT EMPTY' : 'empty'} ${fmt(r.emptyAfterMs / 1000, 1)} s after the last execution finished): ${backlogFlat ? 'flat (no growth beyond one second of arrivals)' : 'GROWING: the executor falls behind at this rate'}; ` +
       `JOBS bytes ${mib(first.jobsBytes)} → ${mib(last.jobsBytes)} MiB`,
   );
 
