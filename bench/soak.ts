@@ -1,0 +1,753 @@
+/**
+ * Soak: the whole pipeline at half its measured capacity for minutes, to show that memory, latency and NATS
+ * storage stay flat and that no accepted webhook is lost (issue 11, point 8).
+ *
+ *   npm run bench:soak      (= npm run build && node dist/bench/soak.js)
+ *   BENCH_SCALE=0.1 npm run bench:soak      (every duration × 0.1: a smoke run of a minute)
+ *
+ * Set-up: one nats-server (bench/lib/webhook-nats.ts: temp dir, JetStream, 8 MB max_payload) and three child
+ * processes, through the entry points bench:webhook's part 2 uses: the gateway (bench/lib/webhook-server.js
+ * `gateway`, LDBOX_WEBHOOK_RATE=0), the runner (bench/lib/webhook-e2e.js `runner`, LDBOX_POOL_SIZE=2) and the
+ * executor (bench/lib/webhook-e2e.js `executor`, its default concurrency). One workflow with one code node
+ * (`return { ok: true, n: data.input.n }`), created through the control plane, webhook without auth. None of
+ * them is pinned to a CPU. This process sends the webhooks and watches the `ldbox-executions` KV bucket
+ * (updates only, not polling): an execution is done when its record's `succeeded` or `failed` arrives.
+ *
+ * Phases:
+ *   1. capacity: a closed loop of SOAK_CAPACITY_INFLIGHT (64) webhooks in flight, each POST → 202 →
+ *      `succeeded` → the next, 3 s not counted, then SOAK_CAPACITY_S (15) s counted: capacity = succeeded/s.
+ *      SOAK_RATE (webhooks/s) skips this and sets the soak rate directly.
+ *   2. soak: an open loop at SOAK_LOAD (0.5) × capacity webhooks/s for SOAK_MINUTES (10): requests are sent
+ *      on their schedule whatever the answers (SOAK_CONNS, 16, keep-alive connections; a request waits for a
+ *      free connection rather than being skipped), and latency runs from the moment a request was due, so a
+ *      stall is not hidden by sending less (no coordinated omission).
+ *      Every SOAK_SAMPLE_S (30) s one row: accepted/s and succeeded/s, webhook → `succeeded` p50/p99 of the
+ *      executions that finished in the window, the JOBS backlog (its messages: a work queue holds only jobs
+ *      not yet acknowledged), the RSS of each process (/proc/<pid>/status VmRSS; the runner's includes its
+ *      worker threads) and NATS storage (`$JS.API.INFO` account storage, the executions bucket's stream).
+ *   3. drain: the load stops; every accepted webhook must end `succeeded` (waited for up to 60 s, the stragglers
+ *      then read from the bucket). Non-202 answers, `failed` records and executions never finished are counted.
+ *
+ * Verdict: each process's RSS at the last sample against the first one (within 10 % is flat), p99 of the last
+ * third against the first third, the JOBS backlog (flat: the last third's mean is within one second of
+ * arrivals of the first third's), the executions bucket's bytes per execution (records are kept for
+ * LDBOX_EXECUTION_RETENTION, 7 days by default, so the bucket grows by that much per execution until the
+ * retention removes them), and the lost or failed webhooks (must be none: the exit code is 1 otherwise).
+ *
+ * Env: SOAK_MINUTES (10), BENCH_SCALE (1; multiplies every duration, the capacity window is at least 5 s and a
+ * sample at least 3 s), SOAK_LOAD (0.5), SOAK_RATE (unset), SOAK_SAMPLE_S (30), SOAK_CAPACITY_S (15),
+ * SOAK_CAPACITY_INFLIGHT (64), SOAK_CONNS (16), LDBOX_LOG_LEVEL (the roles' level, info; their logs go to
+ * /dev/null), LDBOX_EXECUTOR_CONCURRENCY (the executor's own default, 16).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import { availableParallelism, cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { type KV, Kvm, KvWatchInclude } from '@nats-io/kv';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { Samples } from './lib/stats.js';
+import { type BenchNatsServer, procCpuMicros, startBenchNats } from './lib/webhook-nats.js';
+
+// ------------------------------------------------------------------------------------------- settings
+
+function positive(name: string, dflt: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return dflt;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`);
+  return n;
+}
+
+const SCALE = positive('BENCH_SCALE', 1);
+const SOAK_MS = positive('SOAK_MINUTES', 10) * 60_000 * SCALE;
+const SAMPLE_MS = Math.max(3000, positive('SOAK_SAMPLE_S', 30) * 1000 * SCALE);
+const CAPACITY_MS = Math.max(5000, positive('SOAK_CAPACITY_S', 15) * 1000 * SCALE);
+const CAPACITY_WARMUP_MS = 3000;
+const CAPACITY_INFLIGHT = Math.floor(positive('SOAK_CAPACITY_INFLIGHT', 64));
+const LOAD = positive('SOAK_LOAD', 0.5);
+const FIXED_RATE = process.env.SOAK_RATE ? positive('SOAK_RATE', 1) : undefined;
+const CONNS = Math.floor(positive('SOAK_CONNS', 16));
+const DRAIN_MS = 60_000;
+/** RSS within this fraction of the first sample is "flat". */
+const FLAT_RSS = 0.1;
+/** The last third's p99 at most this many times the first third's is "flat" (p99 is noisy on a shared machine). */
+const FLAT_P99 = 1.5;
+const MAX_PAYLOAD = 8 * 1024 * 1024; // fits maxJobBytes(5 MiB), the gateway's default body limit
+
+const HERE = fileURLToPath(new URL('.', import.meta.url));
+const SERVER_JS = join(HERE, 'lib', 'webhook-server.js');
+const E2E_JS = join(HERE, 'lib', 'webhook-e2e.js');
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const fmt = (n: number | undefined, d = 0): string => (n === undefined || !Number.isFinite(n) ? '-' : n.toFixed(d));
+const mib = (bytes: number): string => fmt(bytes / 1024 / 1024, 1);
+
+// ------------------------------------------------------------------------------------- child processes
+
+type Role = 'gateway' | 'runner' | 'executor';
+
+interface RoleProcess {
+  role: Role;
+  proc: ChildProcess;
+  port: number;
+  stop(): Promise<void>;
+}
+
+const live = new Set<ChildProcess>();
+// Last resort (this process exits or crashes without stopping them): no child outlives the bench.
+process.once('exit', () => {
+  for (const p of live) p.kill('SIGKILL');
+});
+
+function exited(p: ChildProcess): Promise<void> {
+  if (p.exitCode !== null || p.signalCode !== null) return Promise.resolve();
+  return new Promise((r) => p.once('exit', () => r()));
+}
+
+/** Starts a role through bench:webhook's child entry points and waits for its `{type:'ready', port}`. */
+async function startRole(role: Role, env: NodeJS.ProcessEnv): Promise<RoleProcess> {
+  const args = role === 'gateway' ? [SERVER_JS, 'gateway'] : [E2E_JS, role];
+  const proc = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  live.add(proc);
+  proc.once('exit', () => live.delete(proc));
+  let stderr = '';
+  proc.stderr?.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString('utf8')).slice(-10_000);
+  });
+  const stop = async (): Promise<void> => {
+    if (proc.connected) proc.send({ type: 'stop' });
+    else proc.kill('SIGTERM');
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 15_000);
+    await exited(proc);
+    clearTimeout(timer);
+  };
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${role} not ready in 60 s: ${stderr}`)), 60_000);
+    proc.on('message', (m: { type: string; port?: number }) => {
+      if (m.type !== 'ready') return;
+      clearTimeout(timer);
+      resolve(m.port!);
+    });
+    proc.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`${role} exited with ${code ?? signal}: ${stderr}`));
+    });
+  }).catch(async (err: unknown) => {
+    await stop();
+    throw err;
+  });
+  return { role, proc, port, stop };
+}
+
+/** Resident set size of a process, bytes (/proc/<pid>/status VmRSS); NaN when unreadable. */
+function rssBytes(pid: number): number {
+  try {
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+async function createWorkflow(port: number, adminToken: string): Promise<string> {
+  const res = await fetch(`http://127.0.0.1:${port}/ldbox.workflows.v1.WorkflowService/CreateWorkflow`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` },
+    body: JSON.stringify({
+      name: 'bench-soak',
+      workspace: 'bench',
+      nodes: [{ id: 'a', code: 'return { ok: true, n: data.input.n }', input: { n: '{{trigger.output.body.n}}' } }],
+      webhook: { authMethod: 'AUTH_METHOD_NONE' },
+    }),
+  });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`CreateWorkflow answered ${res.status}: ${text}`);
+  const id = (JSON.parse(text) as { workflow?: { id?: string } }).workflow?.id;
+  if (!id) throw new Error(`CreateWorkflow: no workflow id in ${text}`);
+  return id;
+}
+
+// ------------------------------------------------------------------------------------------ tracking
+
+type Final = 'succeeded' | 'failed';
+
+/** Counters of one sample window (or of a whole phase). */
+interface Window {
+  accepted: number;
+  succeeded: number;
+  failed: number;
+  /** Non-202 answers and requests that got no answer. */
+  rejected: number;
+  /** Intended send → `succeeded` seen, ms, of the executions that finished in the window. */
+  latency: Samples;
+}
+
+const newWindow = (): Window => ({ accepted: 0, succeeded: 0, failed: 0, rejected: 0, latency: new Samples() });
+
+/**
+ * Follows every webhook from its POST to its final record. The watch can see the record before the POST's
+ * 202 is read (the executor is that fast), so a final status for an id not yet accepted waits in `early`.
+ */
+class Tracker {
+  /** Accepted, not final yet: id → intended send time (performance.now()). */
+  readonly pending = new Map<string, number>();
+  private readonly early = new Map<string, { status: Final; at: number; error?: string }>();
+  private readonly waiters = new Map<string, (s: Final) => void>();
+  window = newWindow();
+  readonly total = newWindow();
+  /** Where a finished execution's latency also goes (the soak's thirds); undefined outside the soak. */
+  bucketOf: ((at: number) => Samples | undefined) | undefined;
+  firstFailure: string | undefined;
+  readonly rejectedBy = new Map<string, number>();
+
+  accepted(id: string, intendedAt: number): void {
+    this.window.accepted++;
+    this.total.accepted++;
+    const e = this.early.get(id);
+    if (e) {
+      this.early.delete(id);
+      this.pending.set(id, intendedAt);
+      this.finished(id, e.status, e.at, e.error);
+    } else this.pending.set(id, intendedAt);
+  }
+
+  rejected(why: string): void {
+    this.window.rejected++;
+    this.total.rejected++;
+    this.rejectedBy.set(why, (this.rejectedBy.get(why) ?? 0) + 1);
+    this.firstFailure ??= why;
+  }
+
+  finished(id: string, status: Final, at: number, error?: string): void {
+    const intendedAt = this.pending.get(id);
+    if (intendedAt === undefined) {
+      this.early.set(id, { status, at, error });
+      return;
+    }
+    this.pending.delete(id);
+    if (status === 'succeeded') {
+      const ms = at - intendedAt;
+      this.window.succeeded++;
+      this.total.succeeded++;
+      this.window.latency.push(ms);
+      this.bucketOf?.(at)?.push(ms);
+    } else {
+      this.window.failed++;
+      this.total.failed++;
+      this.firstFailure ??= `execution ${id} ended failed: ${error ?? ''}`;
+    }
+    this.waiters.get(id)?.(status);
+    this.waiters.delete(id);
+  }
+
+  /** Resolves when `id` is final (or after `timeoutMs`, with undefined). */
+  done(id: string, timeoutMs: number): Promise<Final | undefined> {
+    if (!this.pending.has(id)) return Promise.resolve(this.early.get(id)?.status ?? 'succeeded');
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiters.delete(id);
+        resolve(undefined);
+      }, timeoutMs);
+      this.waiters.set(id, (s) => {
+        clearTimeout(timer);
+        resolve(s);
+      });
+    });
+  }
+
+  /** Starts a new sample window; returns the one that ended. */
+  cut(): Window {
+    // A final status nobody claimed within a minute was not early but a repeat: the executor writes a
+    // finished record again to mark it charged. Dropped, or this process would keep one per execution.
+    const old = performance.now() - 60_000;
+    for (const [id, e] of this.early) if (e.at < old) this.early.delete(id);
+    const w = this.window;
+    this.window = newWindow();
+    return w;
+  }
+}
+
+function watchExecutions(kv: KV, workflowId: string, tracker: Tracker): Promise<{ stop(): void }> {
+  const prefix = `${workflowId}.`;
+  return kv.watch({ key: `${workflowId}.*`, include: KvWatchInclude.UpdatesOnly, ignoreDeletes: true }).then((watch) => {
+    void (async () => {
+      for await (const e of watch) {
+        const at = performance.now();
+        if (e.operation !== 'PUT' || !e.key.startsWith(prefix)) continue;
+        let rec: { status?: string; error?: string };
+        try {
+          rec = e.json();
+        } catch {
+          continue;
+        }
+        if (rec.status === 'succeeded' || rec.status === 'failed') tracker.finished(e.key.slice(prefix.length), rec.status, at, rec.error);
+      }
+    })().catch(() => undefined);
+    return { stop: () => watch.stop() };
+  });
+}
+
+/** One POST; resolves with the status and body (rejects on a socket error). */
+function post(agent: http.Agent, port: number, path: string, body: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+// ------------------------------------------------------------------------------------------- sampling
+
+interface NatsFigures {
+  /** JOBS stream messages: jobs not yet acknowledged (work-queue retention). */
+  backlog: number;
+  jobsBytes: number;
+  /** The `ldbox-executions` bucket's stream: one message per kept execution record. */
+  execRecords: number;
+  execBytes: number;
+  /** `$JS.API.INFO`: the account's JetStream file storage, all streams. */
+  accountBytes: number;
+}
+
+async function natsFigures(jsm: JetStreamManager): Promise<NatsFigures> {
+  const [jobs, exec, account] = await Promise.all([jsm.streams.info('JOBS'), jsm.streams.info('KV_ldbox-executions'), jsm.getAccountInfo()]);
+  return {
+    backlog: jobs.state.messages,
+    jobsBytes: jobs.state.bytes,
+    execRecords: exec.state.messages,
+    execBytes: exec.state.bytes,
+    accountBytes: account.storage,
+  };
+}
+
+const PROCS = ['gateway', 'executor', 'runner', 'nats', 'bench'] as const;
+type ProcName = (typeof PROCS)[number];
+
+interface Sample extends NatsFigures {
+  /** Seconds since the soak's start. */
+  t: number;
+  acceptedPerSec: number;
+  succeededPerSec: number;
+  failed: number;
+  rejected: number;
+  p50Ms: number;
+  p99Ms: number;
+  rss: Record<ProcName, number>;
+  load1: number;
+}
+
+// ------------------------------------------------------------------------------------------------ main
+
+async function main(): Promise<void> {
+  process.on('unhandledRejection', (err) => {
+    console.error('bench: unhandled rejection', err);
+    process.exitCode = 1;
+  });
+  console.log(
+    `bench:soak — node ${process.version}, ${availableParallelism()} cores (${cpus()[0]?.model.trim() ?? '?'}), ` +
+      `soak ${fmt(SOAK_MS / 60_000, 1)} min at ${FIXED_RATE ? `${FIXED_RATE}/s (SOAK_RATE)` : `${LOAD} × the measured capacity`}, ` +
+      `a sample every ${fmt(SAMPLE_MS / 1000)} s, ${CONNS} keep-alive connections, load average ${fmt(loadavg()[0], 2)}`,
+  );
+  const nats: BenchNatsServer = await startBenchNats({ maxPayload: MAX_PAYLOAD });
+  const roles: RoleProcess[] = [];
+  let nc: NatsConnection | undefined;
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONNS });
+  let watch: { stop(): void } | undefined;
+  try {
+    nc = await connect({ servers: nats.url, name: 'bench-soak' });
+    const jsm = await jetstreamManager(nc);
+    const adminToken = `bench-admin-${randomBytes(12).toString('hex')}`;
+    // Required by the gateway and the executor (encryption at rest of node auth values); this workflow has none.
+    const dataKey = randomBytes(32).toString('base64');
+    const first = await Promise.allSettled([
+      startRole('gateway', {
+        LDBOX_GATEWAY_PORT: '0',
+        LDBOX_GATEWAY_HOST: '127.0.0.1',
+        LDBOX_ADMIN_TOKEN: adminToken,
+        LDBOX_DATA_KEY: dataKey,
+        NATS_URL: nats.url,
+        LDBOX_WEBHOOK_RATE: '0',
+      }),
+      startRole('runner', { LDBOX_RUNNER_PORT: '0', LDBOX_POOL_SIZE: '2' }),
+    ]);
+    for (const r of first) if (r.status === 'fulfilled') roles.push(r.value);
+    for (const r of first) if (r.status === 'rejected') throw r.reason;
+    const [gateway, runner] = roles as [RoleProcess, RoleProcess];
+    // After the gateway: it creates the stream and the buckets the executor opens.
+    const executor = await startRole('executor', {
+      NATS_URL: nats.url,
+      LDBOX_DATA_KEY: dataKey,
+      LDBOX_EXECUTOR_PORT: '0',
+      LDBOX_RUNNER_URLS: `http://127.0.0.1:${runner.port}`,
+    });
+    roles.push(executor);
+    const pids: Record<ProcName, number> = {
+      gateway: gateway.proc.pid!,
+      executor: executor.proc.pid!,
+      runner: runner.proc.pid!,
+      nats: nats.pid,
+      bench: process.pid,
+    };
+    console.log(
+      `nats-server ${nc.info?.version ?? '?'} (pid ${nats.pid}); gateway pid ${pids.gateway}, executor ${pids.executor}, runner ${pids.runner} (2 workers)`,
+    );
+
+    const workflowId = await createWorkflow(gateway.port, adminToken);
+    const path = `/api/hooks/workflows/${workflowId}`;
+    const tracker = new Tracker();
+    const kv = await new Kvm(jetstream(nc)).open('ldbox-executions');
+    watch = await watchExecutions(kv, workflowId, tracker);
+
+    let seq = 0;
+    let inFlight = 0;
+    /** POSTs one webhook meant to leave at `intendedAt`; resolves with its execution id when accepted. */
+    const fire = async (intendedAt: number): Promise<string | undefined> => {
+      let r: { status: number; text: string };
+      inFlight++;
+      try {
+        r = await post(agent, gateway.port, path, JSON.stringify({ n: seq++ }));
+      } catch (err) {
+        tracker.rejected(`POST failed: ${(err as Error).message}`);
+        return undefined;
+      } finally {
+        inFlight--;
+      }
+      const id = r.status === 202 ? (JSON.parse(r.text) as { executionId?: string }).executionId : undefined;
+      if (!id) {
+        tracker.rejected(`HTTP ${r.status}: ${r.text.slice(0, 120)}`);
+        return undefined;
+      }
+      tracker.accepted(id, intendedAt);
+      return id;
+    };
+
+    // ---- 1. capacity: a closed loop, POST → succeeded → next
+    let rate = FIXED_RATE;
+    let capacity: number | undefined;
+    if (rate === undefined) {
+      console.log(
+        `\ncapacity: ${CAPACITY_INFLIGHT} webhooks in flight (each POST → succeeded → next), ${CAPACITY_WARMUP_MS / 1000} s + ${CAPACITY_MS / 1000} s…`,
+      );
+      const countFrom = performance.now() + CAPACITY_WARMUP_MS;
+      const end = countFrom + CAPACITY_MS;
+      let counted = 0;
+      await Promise.all(
+        Array.from({ length: CAPACITY_INFLIGHT }, async () => {
+          while (performance.now() < end) {
+            const id = await fire(performance.now());
+            if (!id) {
+              await sleep(50);
+              continue;
+            }
+            const s = await tracker.done(id, 60_000);
+            const now = performance.now();
+            if (s === 'succeeded' && now >= countFrom && now < end) counted++;
+          }
+        }),
+      );
+      capacity = (counted / CAPACITY_MS) * 1000;
+      rate = Math.floor(capacity * LOAD);
+      console.log(`capacity: ${fmt(capacity)} executions/s (${counted} succeeded in ${CAPACITY_MS / 1000} s); soak rate ${LOAD} × that = ${rate}/s`);
+      if (rate < 1) throw new Error(`the measured capacity (${fmt(capacity, 1)}/s) is too low to soak at ${LOAD} × it`);
+      if (tracker.total.rejected || tracker.total.failed)
+        console.log(`WARNING: capacity phase: ${tracker.total.rejected} rejected, ${tracker.total.failed} failed; first: ${tracker.firstFailure}`);
+    }
+    const capacityPhase = { ...tracker.total };
+
+    // ---- 2. soak: an open loop at `rate`, a sample every SAMPLE_MS
+    await sleep(1000); // let the capacity phase's last records land
+    const before = await natsFigures(jsm);
+    const cpuBefore = Object.fromEntries(PROCS.map((p) => [p, procCpuMicros(pids[p])])) as Record<ProcName, number>;
+    const acceptedBefore = tracker.total.accepted;
+    const succeededBefore = tracker.total.succeeded;
+    const nSamples = Math.max(1, Math.round(SOAK_MS / SAMPLE_MS));
+    const soakMs = nSamples * SAMPLE_MS;
+    console.log(
+      `\nsoak: ${rate} webhooks/s for ${fmt(soakMs / 1000)} s (${nSamples} samples of ${fmt(SAMPLE_MS / 1000)} s); ` +
+        `before: ${before.execRecords} execution records (${mib(before.execBytes)} MiB), JetStream storage ${mib(before.accountBytes)} MiB`,
+    );
+    const head = [
+      't s',
+      'acc/s',
+      'ok/s',
+      'fail',
+      'p50 ms',
+      'p99 ms',
+      'backlog',
+      'gw MiB',
+      'exec MiB',
+      'runner MiB',
+      'nats MiB',
+      'bench MiB',
+      'records',
+      'exec KV MiB',
+      'JS MiB',
+      'load1',
+    ];
+    const widths = head.map((h) => Math.max(h.length, 7));
+    const line = (cells: string[]) => cells.map((c, i) => c.padStart(widths[i]!)).join(' ');
+    console.log(line(head));
+    const thirds = [new Samples(), new Samples(), new Samples()];
+    const soakStart = performance.now();
+    tracker.cut();
+    tracker.bucketOf = (at) => (at < soakStart + soakMs ? thirds[Math.min(2, Math.floor((3 * (at - soakStart)) / soakMs))] : undefined);
+    let sent = 0;
+    const total = Math.round((rate * soakMs) / 1000);
+    const ticker = setInterval(() => {
+      const due = Math.min(total, Math.floor(((performance.now() - soakStart) * rate) / 1000));
+      for (; sent < due; sent++) void fire(soakStart + (sent * 1000) / rate);
+    }, 5);
+    const samples: Sample[] = [];
+    try {
+      for (let k = 1; k <= nSamples; k++) {
+        await sleep(soakStart + k * SAMPLE_MS - performance.now());
+        const w = tracker.cut();
+        const rss = Object.fromEntries(PROCS.map((p) => [p, rssBytes(pids[p])])) as Record<ProcName, number>;
+        const s: Sample = {
+          t: (performance.now() - soakStart) / 1000,
+          acceptedPerSec: (w.accepted * 1000) / SAMPLE_MS,
+          succeededPerSec: (w.succeeded * 1000) / SAMPLE_MS,
+          failed: w.failed + w.rejected,
+          rejected: w.rejected,
+          p50Ms: w.latency.percentile(0.5),
+          p99Ms: w.latency.percentile(0.99),
+          rss,
+          load1: loadavg()[0]!,
+          ...(await natsFigures(jsm)),
+        };
+        samples.push(s);
+        console.log(
+          line([
+            fmt(s.t),
+            fmt(s.acceptedPerSec, 1),
+            fmt(s.succeededPerSec, 1),
+            String(s.failed),
+            fmt(s.p50Ms, 1),
+            fmt(s.p99Ms, 1),
+            String(s.backlog),
+            ...PROCS.map((p) => mib(rss[p])),
+            String(s.execRecords),
+            mib(s.execBytes),
+            mib(s.accountBytes),
+            fmt(s.load1, 2),
+          ]),
+        );
+      }
+    } finally {
+      clearInterval(ticker);
+    }
+    const cpuUs = Object.fromEntries(PROCS.map((p) => [p, procCpuMicros(pids[p]) - cpuBefore[p]])) as Record<ProcName, number>;
+
+    // ---- 3. drain: every accepted webhook must end `succeeded`
+    const drainUntil = performance.now() + DRAIN_MS;
+    while ((inFlight > 0 || tracker.pending.size > 0) && performance.now() < drainUntil) await sleep(100);
+    let lost = 0;
+    let lateSucceeded = 0;
+    const lostIds: string[] = [];
+    for (const id of [...tracker.pending.keys()]) {
+      // The watch may have missed it: read the record itself.
+      const e = await kv.get(`${workflowId}.${id}`).catch(() => null);
+      const status = e?.operation === 'PUT' ? (e.json() as { status?: string }).status : undefined;
+      if (status === 'succeeded') lateSucceeded++;
+      else {
+        lost++;
+        if (lostIds.length < 5) lostIds.push(`${id} (${status ?? 'no record'})`);
+      }
+    }
+    // Records are written before their jobs are acknowledged: wait for the acks too (the queue must end empty).
+    const emptyFrom = performance.now();
+    let after = await natsFigures(jsm);
+    while (after.backlog > 0 && performance.now() - emptyFrom < 30_000) {
+      await sleep(250);
+      after = await natsFigures(jsm);
+    }
+    const emptyAfterMs = performance.now() - emptyFrom;
+    const soak = {
+      accepted: tracker.total.accepted - acceptedBefore,
+      succeeded: tracker.total.succeeded - succeededBefore + lateSucceeded,
+      failed: tracker.total.failed - capacityPhase.failed,
+      rejected: tracker.total.rejected - capacityPhase.rejected,
+      lost,
+    };
+    report({
+      rate,
+      capacity,
+      samples,
+      thirds,
+      before,
+      after,
+      emptyAfterMs,
+      soak,
+      cpuUs,
+      lostIds,
+      rejectedBy: tracker.rejectedBy,
+      firstFailure: tracker.firstFailure,
+      sent,
+    });
+  } finally {
+    watch?.stop();
+    agent.destroy();
+    // Executor first (it drains its in-flight jobs), then the rest.
+    for (const role of ['executor', 'gateway', 'runner'] as const) {
+      const r = roles.find((x) => x.role === role);
+      if (r) await r.stop().catch(() => r.proc.kill('SIGKILL'));
+    }
+    await nc?.close().catch(() => undefined);
+    await nats.stop();
+  }
+}
+
+interface Report {
+  rate: number;
+  capacity: number | undefined;
+  samples: Sample[];
+  thirds: Samples[];
+  before: NatsFigures;
+  after: NatsFigures;
+  /** From the last execution final to the JOBS stream empty (or 30 s), ms. */
+  emptyAfterMs: number;
+  soak: { accepted: number; succeeded: number; failed: number; rejected: number; lost: number };
+  cpuUs: Record<ProcName, number>;
+  lostIds: string[];
+  rejectedBy: Map<string, number>;
+  firstFailure: string | undefined;
+  sent: number;
+}
+
+/** `n` rounded to `d` decimals; null when not finite (JSON has no NaN). */
+function round(n: number, d: number): number | null {
+  if (!Number.isFinite(n)) return null;
+  const f = 10 ** d;
+  return Math.round(n * f) / f;
+}
+
+const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+const pctChange = (from: number, to: number): string => `${to >= from ? '+' : ''}${fmt(((to - from) / from) * 100, 1)} %`;
+
+function report(r: Report): void {
+  const { samples, soak } = r;
+  const first = samples[0]!;
+  const last = samples[samples.length - 1]!;
+  const third = Math.max(1, Math.floor(samples.length / 3));
+  const early = samples.slice(0, third);
+  const late = samples.slice(-third);
+  console.log(`\n==== bench:soak verdict (${r.rate} webhooks/s${r.capacity ? `, half of the measured ${fmt(r.capacity)}/s` : ''}, ${fmt(last.t)} s) ====`);
+
+  const rssParts = PROCS.map((p) => {
+    const a = first.rss[p];
+    const b = last.rss[p];
+    const flat = Math.abs(b - a) <= FLAT_RSS * a;
+    return { p, text: `${p} ${mib(a)} → ${mib(b)} MiB (${pctChange(a, b)}) ${flat ? 'flat' : 'NOT FLAT'}`, flat };
+  });
+  console.log(`RSS, first sample → last (within ${FLAT_RSS * 100} % is flat): ${rssParts.map((x) => x.text).join('; ')}`);
+
+  const [p0, , p2] = r.thirds as [Samples, Samples, Samples];
+  const p99a = p0.percentile(0.99);
+  const p99c = p2.percentile(0.99);
+  const latencyFlat = p99c <= FLAT_P99 * p99a;
+  console.log(
+    `latency, webhook due → succeeded: first third p50 ${fmt(p0.percentile(0.5), 1)} / p99 ${fmt(p99a, 1)} ms (${p0.count} executions), ` +
+      `last third p50 ${fmt(p2.percentile(0.5), 1)} / p99 ${fmt(p99c, 1)} ms (${p2.count}): p99 ${pctChange(p99a, p99c)}, ` +
+      `${latencyFlat ? 'flat' : 'NOT FLAT'} (flat: the last third's p99 at most ${FLAT_P99}× the first's)`,
+  );
+
+  const backlogEarly = mean(early.map((s) => s.backlog));
+  const backlogLate = mean(late.map((s) => s.backlog));
+  const backlogFlat = backlogLate <= backlogEarly + r.rate;
+  console.log(
+    `JOBS backlog at the samples: mean ${fmt(backlogEarly, 1)} in the first third, ${fmt(backlogLate, 1)} in the last, max ${Math.max(...samples.map((s) => s.backlog))}, ` +
+      `${r.after.backlog} after the drain (${r.after.backlog ? 'NOT EMPTY' : 'empty'} ${fmt(r.emptyAfterMs / 1000, 1)} s after the last execution finished): ${backlogFlat ? 'flat (no growth beyond one second of arrivals)' : 'GROWING: the executor falls behind at this rate'}; ` +
+      `JOBS bytes ${mib(first.jobsBytes)} → ${mib(last.jobsBytes)} MiB`,
+  );
+
+  const records = r.after.execRecords - r.before.execRecords;
+  const perExec = (r.after.execBytes - r.before.execBytes) / Math.max(1, records);
+  const accountPerExec = (r.after.accountBytes - r.before.accountBytes) / Math.max(1, records);
+  const weekBytes = perExec * r.rate * 7 * 24 * 3600;
+  console.log(
+    `NATS storage: the executions bucket kept ${records} more records, ${mib(r.after.execBytes - r.before.execBytes)} MiB: ${fmt(perExec)} B per execution ` +
+      `(JetStream account storage ${fmt(accountPerExec)} B per execution). Records are kept for LDBOX_EXECUTION_RETENTION (default 7 days), ` +
+      `so storage grows by that much per execution until the retention removes them: at ${r.rate}/s, ${fmt((perExec * r.rate * 3600) / 1024 ** 3, 2)} GiB/h, ` +
+      `levelling off at ~${fmt(weekBytes / 1024 ** 3, 0)} GiB after 7 days. nats-server RSS ${mib(first.rss.nats)} → ${mib(last.rss.nats)} MiB.`,
+  );
+
+  const execs = Math.max(1, soak.succeeded);
+  const ownCores = PROCS.reduce((a, p) => a + r.cpuUs[p], 0) / 1e6 / last.t;
+  console.log(
+    `CPU per execution over the soak: ${PROCS.map((p) => `${p} ${fmt(r.cpuUs[p] / execs)} µs`).join(', ')} ` +
+      `(= ${fmt(ownCores, 2)} cores in all, of ${availableParallelism()})`,
+  );
+
+  const bad = soak.failed + soak.rejected + soak.lost;
+  console.log(
+    `webhooks: ${r.sent} sent, ${soak.accepted} accepted (202), ${soak.succeeded} succeeded, ${soak.failed} failed, ${soak.rejected} not accepted, ` +
+      `${soak.lost} accepted but not succeeded: ${bad === 0 && soak.succeeded === soak.accepted ? 'every 202 ended SUCCEEDED' : 'LOST OR FAILED WEBHOOKS'}`,
+  );
+  if (r.rejectedBy.size) console.log(`  not accepted: ${[...r.rejectedBy].map(([k, v]) => `${v} × ${k}`).join('; ')}`);
+  if (r.lostIds.length) console.log(`  e.g. ${r.lostIds.join(', ')}`);
+  if (r.firstFailure) console.log(`  first failure: ${r.firstFailure}`);
+  const loads = samples.map((s) => s.load1);
+  console.log(
+    `noise: load average (1 min) ${fmt(Math.min(...loads), 2)}–${fmt(Math.max(...loads), 2)} during the soak on ${availableParallelism()} cores ` +
+      `(this run's five processes used ${fmt(ownCores, 2)} cores on average; the rest is other work on the machine)`,
+  );
+  const allRssFlat = rssParts.every((x) => x.flat);
+  console.log(
+    `verdict: RSS ${
+      allRssFlat
+        ? 'flat'
+        : `NOT FLAT (${rssParts
+            .filter((x) => !x.flat)
+            .map((x) => x.p)
+            .join(', ')})`
+    }; p99 ${latencyFlat ? 'flat' : 'NOT FLAT'}; JOBS backlog ${backlogFlat ? 'flat' : 'GROWING'}; ` +
+      `executions bucket +${fmt(perExec)} B per execution (kept for the retention); ` +
+      `${bad === 0 && soak.succeeded === soak.accepted ? 'no webhook lost or failed' : `${bad + Math.max(0, soak.accepted - soak.succeeded - soak.failed - soak.lost)} WEBHOOKS LOST OR FAILED`}`,
+  );
+  if (bad > 0 || soak.succeeded !== soak.accepted) process.exitCode = 1;
+  console.log(
+    `SOAK_JSON ${JSON.stringify({
+      rate: r.rate,
+      capacity: r.capacity ?? null,
+      soak,
+      samples: samples.map((s) => ({
+        ...s,
+        t: round(s.t, 1),
+        acceptedPerSec: round(s.acceptedPerSec, 1),
+        succeededPerSec: round(s.succeededPerSec, 1),
+        p50Ms: round(s.p50Ms, 2),
+        p99Ms: round(s.p99Ms, 2),
+      })),
+      bytesPerExecution: round(perExec, 0),
+      cpuUsPerExecution: Object.fromEntries(PROCS.map((p) => [p, round(r.cpuUs[p] / execs, 0)])),
+    })}`,
+  );
+}
+
+main().then(
+  () => setTimeout(() => process.exit(process.exitCode ?? 0), 500).unref(),
+  (err: unknown) => {
+    console.error('bench failed:', err);
+    process.exitCode = 1;
+    setTimeout(() => process.exit(1), 2000).unref();
+  },
+);
