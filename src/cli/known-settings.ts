@@ -13,6 +13,7 @@ import { EXECUTOR_SETTINGS } from '../executor/index.js';
 import { GATEWAY_SETTINGS } from '../../gateway/index.js';
 import { LOG_SETTINGS } from '../config/log-config.js';
 import { RUNNER_SETTINGS } from '../../runner/config/index.js';
+import { CONTROL_PLANE_CLIENT_SETTINGS } from './control-plane-config.js';
 
 export type Command = 'runner' | 'gateway' | 'executor' | 'dev' | 'run' | 'reencrypt';
 
@@ -23,14 +24,19 @@ function union(...lists: ReadonlyArray<readonly SettingSpec[]>): readonly Settin
   return [...seen.values()];
 }
 
+/** The commands on a running gateway's control plane (src/cli/control-plane-commands.ts). */
+export type ControlPlaneCommand = 'workflows' | 'executions';
+
 /** The settings each command reads. `run` runs the runner's pool, so it reads the runner's settings. */
-export const COMMAND_SETTINGS: Readonly<Record<Command, readonly SettingSpec[]>> = {
+export const COMMAND_SETTINGS: Readonly<Record<Command | ControlPlaneCommand, readonly SettingSpec[]>> = {
   runner: union(RUNNER_SETTINGS, LOG_SETTINGS),
   gateway: union(GATEWAY_SETTINGS, LOG_SETTINGS),
   executor: union(EXECUTOR_SETTINGS, LOG_SETTINGS),
   dev: union(DEV_SETTINGS, GATEWAY_SETTINGS, EXECUTOR_SETTINGS, RUNNER_SETTINGS, LOG_SETTINGS),
   run: RUNNER_SETTINGS,
   reencrypt: [...NATS_SETTINGS, ...DATA_KEY_SETTINGS],
+  workflows: CONTROL_PLANE_CLIENT_SETTINGS,
+  executions: CONTROL_PLANE_CLIENT_SETTINGS,
 };
 
 /** Every setting name of every command. */

@@ -17,6 +17,7 @@ import { createLogger, type Logger } from '../logging/logger.js';
 import { loadRunnerConfig } from '../../runner/config/index.js';
 import { applyHeapGrowth, startRunnerServer } from '../../runner/server/index.js';
 import { runDev } from '../dev/dev-command.js';
+import { CONTROL_PLANE_USAGE_LINES, runControlPlaneCommand } from './control-plane-commands.js';
 import { REENCRYPT_ABOUT, runReencrypt } from './reencrypt-command.js';
 import { RUN_ABOUT, RUN_USAGE, runCommand } from './run-command.js';
 import { isParseArgsError, usageMessage } from './usage-message.js';
@@ -30,6 +31,7 @@ const USAGE = `usage: ldbox <command> [--help]
   executor            runs queued workflows on the runners of LDBOX_RUNNER_URLS (health and metrics on LDBOX_EXECUTOR_PORT, default 8081)
   run FILE.js [...]   run integration code locally in the sandbox (- reads it from stdin)
   reencrypt           seal every stored node auth value with the current LDBOX_DATA_KEY (after a key rotation)
+${CONTROL_PLANE_USAGE_LINES}
 
 'ldbox <command> --help' shows a command's options and settings (environment variables).
 `;
@@ -74,7 +76,7 @@ class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
-const COMMANDS: readonly string[] = ['runner', 'gateway', 'executor', 'dev', 'run', 'reencrypt'];
+const COMMANDS: readonly string[] = ['runner', 'gateway', 'executor', 'dev', 'run', 'reencrypt', 'workflows', 'executions'];
 
 /** The CLI entry: returns the exit code (0 ok, 1 failure, 2 bad usage or configuration error). */
 export async function runCli(argv: readonly string[]): Promise<number> {
@@ -101,6 +103,10 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   if (!COMMANDS.includes(first)) {
     stderr(`unknown command "${first}"\n${USAGE}`);
     return 2;
+  }
+  if (first === 'workflows' || first === 'executions') {
+    warnUnknownSettings();
+    return await runControlPlaneCommand(first, rest, process.env, { stdout, stderr }, { untilSignal });
   }
   const command = first as Command;
   try {
