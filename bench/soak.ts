@@ -50,6 +50,7 @@ import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jet
 import { type KV, Kvm, KvWatchInclude } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { Samples } from './lib/stats.js';
+import { post } from './lib/webhook-e2e.js';
 import { type BenchNatsServer, procCpuMicros, startBenchNats } from './lib/webhook-nats.js';
 
 // ------------------------------------------------------------------------------------------- settings
@@ -288,30 +289,6 @@ function watchExecutions(kv: KV, workflowId: string, tracker: Tracker): Promise<
       }
     })().catch(() => undefined);
     return { stop: () => watch.stop() };
-  });
-}
-
-/** One POST; resolves with the status and body (rejects on a socket error). */
-function post(agent: http.Agent, port: number, path: string, body: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        method: 'POST',
-        agent,
-        headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
   });
 }
 

@@ -56,6 +56,7 @@ import {
   type ExecutionRepository,
   executionStatusFromProto,
   type ExecutionStatusName,
+  queuedRecord,
   toProtoExecution,
 } from '../src/store/execution-repository.js';
 import { jobSubject, JOBS_STREAM } from '../src/nats/streams.js';
@@ -389,21 +390,7 @@ export function registerControlPlane(router: ConnectRouter, deps: ControlPlaneDe
       const code = pub.error === 'unavailable' || pub.error === 'full' ? Code.Unavailable : pub.error === 'too_large' ? Code.InvalidArgument : Code.Internal;
       throw new ConnectError(`the replay of ${original.id} was not queued: ${pub.error === 'rejected' ? 'the stream refused it' : pub.message}`, code);
     }
-    return {
-      id: executionId,
-      workflowId: workflow.id,
-      workspace: workflow.workspace,
-      status: 'queued',
-      trigger: original.trigger,
-      nodes: [],
-      error: '',
-      createdAt: job.receivedAt,
-      startedAt: null,
-      finishedAt: null,
-      attempts: 0,
-      costUnits: 0,
-      replayOf: original.id,
-    };
+    return queuedRecord(job);
   }
 
   router.service(WorkspaceService, {

@@ -239,8 +239,8 @@ interface Track {
   error?: string;
 }
 
-/** One POST on a keep-alive agent; resolves with the status and body. */
-function post(agent: http.Agent, port: number, path: string, body: string): Promise<{ status: number; text: string }> {
+/** One POST on a keep-alive agent; resolves with the status and body (rejects on a socket error). */
+export function post(agent: http.Agent, port: number, path: string, body: string): Promise<{ status: number; text: string }> {
   return new Promise((resolvePost, reject) => {
     const req = http.request(
       {

@@ -318,21 +318,7 @@ export class ExecutionRepository {
     } catch {
       return undefined; // a malformed job is recorded as failed by the executor
     }
-    const record: ExecutionRecord = {
-      id: job.executionId,
-      workflowId: job.workflowId,
-      workspace: job.workspace,
-      status: 'queued',
-      trigger: job.trigger,
-      nodes: [],
-      error: '',
-      createdAt: job.receivedAt,
-      startedAt: null,
-      finishedAt: null,
-      attempts: 0,
-      costUnits: 0,
-      ...(job.replayOf === undefined ? {} : { replayOf: job.replayOf }),
-    };
+    const record = queuedRecord(job);
     return { seq: m.seq, job, record };
   }
 
@@ -539,4 +525,23 @@ export function cancelledRecord(r: ExecutionRecord, now: Date): ExecutionRecord 
     return { ...n, status: 'EXECUTION_STATUS_CANCELLED', finishedAt: at };
   });
   return { ...r, status: 'cancelled', nodes, error: CANCELLED_MESSAGE, finishedAt: at, charged: r.costUnits === 0 };
+}
+
+/** The record of an execution whose job is queued and has not started: what a reader is shown for it. */
+export function queuedRecord(job: WebhookJob): ExecutionRecord {
+  return {
+    id: job.executionId,
+    workflowId: job.workflowId,
+    workspace: job.workspace,
+    status: 'queued',
+    trigger: job.trigger,
+    nodes: [],
+    error: '',
+    createdAt: job.receivedAt,
+    startedAt: null,
+    finishedAt: null,
+    attempts: 0,
+    costUnits: 0,
+    ...(job.replayOf === undefined ? {} : { replayOf: job.replayOf }),
+  };
 }

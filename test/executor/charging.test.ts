@@ -18,9 +18,9 @@ import { ensureKvBuckets } from '../../src/nats/streams.js';
 import { ChargeLedger, chargeSubject, ensureChargesStream } from '../../src/store/charge-ledger.js';
 import { type ExecutionRecord, ExecutionRepository } from '../../src/store/execution-repository.js';
 import { ensureWorkspacesBucket, WorkspaceRepository } from '../../src/store/workspace-repository.js';
-import { newExecutionId, newWorkflowId } from '../../src/workflows/ids.js';
-import type { WebhookJob } from '../../src/workflows/webhook-job.js';
+import { newExecutionId } from '../../src/workflows/ids.js';
 import type { WorkflowRecord } from '../../src/workflows/workflow-model.js';
+import { jobOf, workflowRecord } from '../helpers/execution-fixtures.js';
 import { hook, rpc } from '../gateway/harness.js';
 import { natsFixture, waitFor } from '../nats/util.js';
 import { createFlow, getWorkspace, stackFixture, waitForFinish } from './harness.js';
@@ -50,28 +50,7 @@ async function stores(t: Test): Promise<Stores> {
 const rollUp = (s: Stores) => s.ledger.rollUp(async (ws, charges, end) => void (await s.workspaces.fold(ws, charges, end, new Date())));
 const spent = async (s: Stores, ws = 'ws') => (await s.workspaces.get(ws, new Date())).spentUnits;
 
-function workflow(nodeIds: string[]): WorkflowRecord {
-  return {
-    id: newWorkflowId(),
-    name: 'flow',
-    workspace: 'ws',
-    nodes: nodeIds.map((id) => ({ id, code: 'return 1', input: {}, auth: {}, limits: { timeoutMs: 0, memoryBytes: 0 } })),
-    webhook: { webhookId: 'wh', auth: { method: 'none' } as never },
-    rateLimitPerSecond: 0,
-    createdAt: new Date().toISOString(),
-  };
-}
-
-function jobOf(wf: WorkflowRecord): WebhookJob {
-  return {
-    v: 1,
-    executionId: newExecutionId(new Date()),
-    workflowId: wf.id,
-    workspace: wf.workspace,
-    receivedAt: new Date().toISOString(),
-    trigger: { body: {}, query: {} },
-  };
-}
+const workflow = (nodeIds: string[]) => workflowRecord(nodeIds);
 
 /** The executor's dependencies over the real stores; each node "runs" for `wallTimeMs` (cost ceil(ms/100)). */
 function deps(s: Stores, wf: WorkflowRecord, wallTimeMs: number, over: Partial<ExecutionDeps> = {}): ExecutionDeps {

@@ -11,9 +11,8 @@ import { ExecuteResponseSchema } from '../../src/gen/ldbox/runner/v1/runner_pb.j
 import { ensureKvBuckets } from '../../src/nats/streams.js';
 import { type ExecutionRecord, ExecutionRepository } from '../../src/store/execution-repository.js';
 import { isStaleRecord } from '../../src/store/store-errors.js';
-import { newExecutionId, newWorkflowId } from '../../src/workflows/ids.js';
-import type { WebhookJob } from '../../src/workflows/webhook-job.js';
 import type { WorkflowRecord } from '../../src/workflows/workflow-model.js';
+import { jobOf, workflowRecord } from '../helpers/execution-fixtures.js';
 import type { ExecutionDeps } from '../../src/executor/run-execution.js';
 import { runExecution } from '../../src/executor/run-execution.js';
 import { natsFixture, waitFor } from '../nats/util.js';
@@ -24,28 +23,7 @@ async function repository(t: Test): Promise<ExecutionRepository> {
   return new ExecutionRepository(executions, jsm);
 }
 
-function workflow(nodeIds: string[]): WorkflowRecord {
-  return {
-    id: newWorkflowId(),
-    name: 'flow',
-    workspace: 'ws',
-    nodes: nodeIds.map((id) => ({ id, code: 'export default () => 1', input: {}, auth: {}, limits: { timeoutMs: 0, memoryBytes: 0 } })),
-    webhook: { webhookId: 'wh', auth: { method: 'none' } as never },
-    rateLimitPerSecond: 0,
-    createdAt: new Date().toISOString(),
-  };
-}
-
-function jobOf(wf: WorkflowRecord): WebhookJob {
-  return {
-    v: 1,
-    executionId: newExecutionId(new Date()),
-    workflowId: wf.id,
-    workspace: wf.workspace,
-    receivedAt: new Date().toISOString(),
-    trigger: { body: {}, query: {} },
-  };
-}
+const workflow = (nodeIds: string[]) => workflowRecord(nodeIds, 'export default () => 1');
 
 /** A gate a fake runner call waits on. */
 function gate(): { wait: Promise<void>; open: () => void } {
