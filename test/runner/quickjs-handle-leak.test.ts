@@ -33,7 +33,7 @@ async function preparedModule(): Promise<CappedModule & { realm: SnapshotRealm }
  */
 function tearDown(cm: CappedModule, realm: SnapshotRealm): void {
   cm.broken = true;
-  for (const h of [realm.explain, realm.serialize, realm.setData]) h.dispose();
+  for (const h of [realm.report, realm.explain, realm.serialize, realm.setData]) h.dispose();
   realm.ctx.dispose();
   realm.rt.dispose();
 }
