@@ -50,7 +50,7 @@ import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jet
 import { type KV, Kvm, KvWatchInclude } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { Samples } from './lib/stats.js';
-import { post } from './lib/webhook-e2e.js';
+import { createWorkflow, post } from './lib/webhook-e2e.js';
 import { type BenchNatsServer, procCpuMicros, startBenchNats } from './lib/webhook-nats.js';
 
 // ------------------------------------------------------------------------------------------- settings
@@ -152,24 +152,6 @@ function rssBytes(pid: number): number {
   } catch {
     return Number.NaN;
   }
-}
-
-async function createWorkflow(port: number, adminToken: string): Promise<string> {
-  const res = await fetch(`http://127.0.0.1:${port}/ldbox.workflows.v1.WorkflowService/CreateWorkflow`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` },
-    body: JSON.stringify({
-      name: 'bench-soak',
-      workspace: 'bench',
-      nodes: [{ id: 'a', code: 'return { ok: true, n: data.input.n }', input: { n: '{{trigger.output.body.n}}' } }],
-      webhook: { authMethod: 'AUTH_METHOD_NONE' },
-    }),
-  });
-  const text = await res.text();
-  if (res.status !== 200) throw new Error(`CreateWorkflow answered ${res.status}: ${text}`);
-  const id = (JSON.parse(text) as { workflow?: { id?: string } }).workflow?.id;
-  if (!id) throw new Error(`CreateWorkflow: no workflow id in ${text}`);
-  return id;
 }
 
 // ------------------------------------------------------------------------------------------ tracking
@@ -388,7 +370,7 @@ async function main(): Promise<void> {
       `nats-server ${nc.info?.version ?? '?'} (pid ${nats.pid}); gateway pid ${pids.gateway}, executor ${pids.executor}, runner ${pids.runner} (2 workers)`,
     );
 
-    const workflowId = await createWorkflow(gateway.port, adminToken);
+    const workflowId = await createWorkflow(gateway.port, adminToken, 'bench-soak');
     const path = `/api/hooks/workflows/${workflowId}`;
     const tracker = new Tracker();
     const kv = await new Kvm(jetstream(nc)).open('ldbox-executions');

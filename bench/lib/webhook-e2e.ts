@@ -263,12 +263,13 @@ export function post(agent: http.Agent, port: number, path: string, body: string
   });
 }
 
-async function createWorkflow(port: number, adminToken: string): Promise<string> {
+/** Creates the benches' one-node workflow (no webhook auth) through the control plane; resolves to its id. */
+export async function createWorkflow(port: number, adminToken: string, name = 'bench-e2e'): Promise<string> {
   const res = await fetch(`http://127.0.0.1:${port}/ldbox.workflows.v1.WorkflowService/CreateWorkflow`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` },
     body: JSON.stringify({
-      name: 'bench-e2e',
+      name,
       workspace: 'bench',
       nodes: [{ id: 'a', code: 'return { ok: true, n: data.input.n }', input: { n: '{{trigger.output.body.n}}' } }],
       webhook: { authMethod: 'AUTH_METHOD_NONE' },
