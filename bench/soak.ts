@@ -24,11 +24,14 @@
  *      Every SOAK_SAMPLE_S (30) s one row: accepted/s and succeeded/s, webhook → `succeeded` p50/p99 of the
  *      executions that finished in the window, the JOBS backlog (its messages: a work queue holds only jobs
  *      not yet acknowledged), the RSS of each process (/proc/<pid>/status VmRSS; the runner's includes its
- *      worker threads) and NATS storage (`$JS.API.INFO` account storage, the executions bucket's stream).
+ *      worker threads), the executor's V8 heap in use (`process.memoryUsage()` over IPC; after a full
+ *      collection with SOAK_NODE_FLAGS=--expose-gc, so a retainer shows apart from garbage and native memory)
+ *      and NATS storage (`$JS.API.INFO` account storage, the executions bucket's stream).
  *   3. drain: the load stops; every accepted webhook must end `succeeded` (waited for up to 60 s, the stragglers
  *      then read from the bucket). Non-202 answers, `failed` records and executions never finished are counted.
  *
- * Verdict: each process's RSS at the last sample against the first one (within 10 % is flat), p99 of the last
+ * Verdict: each process's RSS at the last sample against the first one (within 10 % is flat), the executor's
+ * heap growth per execution between them, p99 of the last
  * third against the first third, the JOBS backlog (flat: the last third's mean is within one second of
  * arrivals of the first third's), the executions bucket's bytes per execution (records are kept for
  * LDBOX_EXECUTION_RETENTION, 7 days by default, so the bucket grows by that much per execution until the
@@ -37,7 +40,9 @@
  * Env: SOAK_MINUTES (10), BENCH_SCALE (1; multiplies every duration, the capacity window is at least 5 s and a
  * sample at least 3 s), SOAK_LOAD (0.5), SOAK_RATE (unset), SOAK_SAMPLE_S (30), SOAK_CAPACITY_S (15),
  * SOAK_CAPACITY_INFLIGHT (64), SOAK_CONNS (16), LDBOX_LOG_LEVEL (the roles' level, info; their logs go to
- * /dev/null), LDBOX_EXECUTOR_CONCURRENCY (the executor's own default, 16).
+ * /dev/null), LDBOX_EXECUTOR_CONCURRENCY (the executor's own default, 16), SOAK_NODE_FLAGS (node flags of the
+ * three roles, not of this process: `--expose-gc --heapsnapshot-signal=SIGUSR2` to compare heap snapshots of
+ * the executor, written to the working directory, taken with `kill -USR2 <its pid>`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -77,6 +82,8 @@ const DRAIN_MS = 60_000;
 const FLAT_RSS = 0.1;
 /** The last third's p99 at most this many times the first third's is "flat" (p99 is noisy on a shared machine). */
 const FLAT_P99 = 1.5;
+/** Node flags of the three roles (not of this process), e.g. `--expose-gc --heapsnapshot-signal=SIGUSR2`. */
+const NODE_FLAGS = (process.env.SOAK_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const MAX_PAYLOAD = 8 * 1024 * 1024; // fits maxJobBytes(5 MiB), the gateway's default body limit
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
@@ -98,6 +105,28 @@ interface RoleProcess {
   stop(): Promise<void>;
 }
 
+/**
+ * The V8 heap in use of the executor or the runner (bench/lib/webhook-e2e.js answers `memory` over IPC),
+ * bytes: after a full collection when the roles run with `--expose-gc` (SOAK_NODE_FLAGS); NaN when the
+ * child does not answer within 5 s.
+ */
+function heapUsed(r: RoleProcess): Promise<number> {
+  return new Promise((resolve) => {
+    const onMessage = (m: { type: string; heapUsed?: number }) => {
+      if (m.type !== 'memory') return;
+      done(m.heapUsed ?? Number.NaN);
+    };
+    const done = (bytes: number) => {
+      clearTimeout(timer);
+      r.proc.off('message', onMessage);
+      resolve(bytes);
+    };
+    const timer = setTimeout(() => done(Number.NaN), 5000);
+    r.proc.on('message', onMessage);
+    if (r.proc.connected) r.proc.send({ type: 'memory' });
+  });
+}
+
 const live = new Set<ChildProcess>();
 // Last resort (this process exits or crashes without stopping them): no child outlives the bench.
 process.once('exit', () => {
@@ -112,7 +141,7 @@ function exited(p: ChildProcess): Promise<void> {
 /** Starts a role through bench:webhook's child entry points and waits for its `{type:'ready', port}`. */
 async function startRole(role: Role, env: NodeJS.ProcessEnv): Promise<RoleProcess> {
   const args = role === 'gateway' ? [SERVER_JS, 'gateway'] : [E2E_JS, role];
-  const proc = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  const proc = spawn(process.execPath, [...NODE_FLAGS, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
   live.add(proc);
   proc.once('exit', () => live.delete(proc));
   let stderr = '';
@@ -311,6 +340,8 @@ interface Sample extends NatsFigures {
   p50Ms: number;
   p99Ms: number;
   rss: Record<ProcName, number>;
+  /** The executor's V8 heap in use, bytes (see {@link heapUsed}). */
+  execHeap: number;
   load1: number;
 }
 
@@ -454,6 +485,7 @@ async function main(): Promise<void> {
       'backlog',
       'gw MiB',
       'exec MiB',
+      'exec heap',
       'runner MiB',
       'nats MiB',
       'bench MiB',
@@ -490,6 +522,7 @@ async function main(): Promise<void> {
           p50Ms: w.latency.percentile(0.5),
           p99Ms: w.latency.percentile(0.99),
           rss,
+          execHeap: await heapUsed(executor),
           load1: loadavg()[0]!,
           ...(await natsFigures(jsm)),
         };
@@ -503,7 +536,9 @@ async function main(): Promise<void> {
             fmt(s.p50Ms, 1),
             fmt(s.p99Ms, 1),
             String(s.backlog),
-            ...PROCS.map((p) => mib(rss[p])),
+            ...PROCS.slice(0, 2).map((p) => mib(rss[p])),
+            mib(s.execHeap),
+            ...PROCS.slice(2).map((p) => mib(rss[p])),
             String(s.execRecords),
             mib(s.execBytes),
             mib(s.accountBytes),
@@ -618,6 +653,12 @@ function report(r: Report): void {
     return { p, text: `${p} ${mib(a)} → ${mib(b)} MiB (${pctChange(a, b)}) ${flat ? 'flat' : 'NOT FLAT'}`, flat };
   });
   console.log(`RSS, first sample → last (within ${FLAT_RSS * 100} % is flat): ${rssParts.map((x) => x.text).join('; ')}`);
+  const between = Math.max(1, last.execRecords - first.execRecords);
+  console.log(
+    `executor V8 heap in use, first sample → last: ${mib(first.execHeap)} → ${mib(last.execHeap)} MiB, ` +
+      `${fmt((last.execHeap - first.execHeap) / between)} B per execution over ${between} executions ` +
+      `(${NODE_FLAGS.includes('--expose-gc') ? 'after a full collection each time' : 'garbage included: SOAK_NODE_FLAGS=--expose-gc for what is retained'})`,
+  );
 
   const [p0, , p2] = r.thirds as [Samples, Samples, Samples];
   const p99a = p0.percentile(0.99);

@@ -209,6 +209,13 @@ async function childMain(kind: 'runner' | 'executor'): Promise<void> {
     close = () => executor.close(2000);
   }
   process.on('message', (msg: { type: string }) => {
+    if (msg.type === 'memory') {
+      // bench:soak's heap column: after a full collection when the child runs with --expose-gc, so that
+      // what is retained shows, not the garbage of the last few hundred milliseconds.
+      (globalThis as { gc?: () => void }).gc?.();
+      send({ type: 'memory', ...process.memoryUsage() });
+      return;
+    }
     if (msg.type !== 'stop') return;
     setTimeout(() => process.exit(0), 10_000).unref();
     close().then(
