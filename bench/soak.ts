@@ -44,18 +44,15 @@
  * three roles, not of this process: `--expose-gc --heapsnapshot-signal=SIGUSR2` to compare heap snapshots of
  * the executor, written to the working directory, taken with `kill -USR2 <its pid>`).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { availableParallelism, cpus, loadavg } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { type KV, Kvm, KvWatchInclude } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { Samples } from './lib/stats.js';
-import { createWorkflow, post } from './lib/webhook-e2e.js';
+import { type Child, type ChildKind, createWorkflow, post, startChild } from './lib/webhook-e2e.js';
 import { type BenchNatsServer, procCpuMicros, startBenchNats } from './lib/webhook-nats.js';
 
 // ------------------------------------------------------------------------------------------- settings
@@ -86,24 +83,14 @@ const FLAT_P99 = 1.5;
 const NODE_FLAGS = (process.env.SOAK_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const MAX_PAYLOAD = 8 * 1024 * 1024; // fits maxJobBytes(5 MiB), the gateway's default body limit
 
-const HERE = fileURLToPath(new URL('.', import.meta.url));
-const SERVER_JS = join(HERE, 'lib', 'webhook-server.js');
-const E2E_JS = join(HERE, 'lib', 'webhook-e2e.js');
-
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const fmt = (n: number | undefined, d = 0): string => (n === undefined || !Number.isFinite(n) ? '-' : n.toFixed(d));
 const mib = (bytes: number): string => fmt(bytes / 1024 / 1024, 1);
 
 // ------------------------------------------------------------------------------------- child processes
 
-type Role = 'gateway' | 'runner' | 'executor';
-
-interface RoleProcess {
-  role: Role;
-  proc: ChildProcess;
-  port: number;
-  stop(): Promise<void>;
-}
+type Role = ChildKind;
+type RoleProcess = Child;
 
 /**
  * The V8 heap in use of the executor or the runner (bench/lib/webhook-e2e.js answers `memory` over IPC),
@@ -127,51 +114,8 @@ function heapUsed(r: RoleProcess): Promise<number> {
   });
 }
 
-const live = new Set<ChildProcess>();
-// Last resort (this process exits or crashes without stopping them): no child outlives the bench.
-process.once('exit', () => {
-  for (const p of live) p.kill('SIGKILL');
-});
-
-function exited(p: ChildProcess): Promise<void> {
-  if (p.exitCode !== null || p.signalCode !== null) return Promise.resolve();
-  return new Promise((r) => p.once('exit', () => r()));
-}
-
-/** Starts a role through bench:webhook's child entry points and waits for its `{type:'ready', port}`. */
-async function startRole(role: Role, env: NodeJS.ProcessEnv): Promise<RoleProcess> {
-  const args = role === 'gateway' ? [SERVER_JS, 'gateway'] : [E2E_JS, role];
-  const proc = spawn(process.execPath, [...NODE_FLAGS, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
-  live.add(proc);
-  proc.once('exit', () => live.delete(proc));
-  let stderr = '';
-  proc.stderr?.on('data', (d: Buffer) => {
-    stderr = (stderr + d.toString('utf8')).slice(-10_000);
-  });
-  const stop = async (): Promise<void> => {
-    if (proc.connected) proc.send({ type: 'stop' });
-    else proc.kill('SIGTERM');
-    const timer = setTimeout(() => proc.kill('SIGKILL'), 15_000);
-    await exited(proc);
-    clearTimeout(timer);
-  };
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${role} not ready in 60 s: ${stderr}`)), 60_000);
-    proc.on('message', (m: { type: string; port?: number }) => {
-      if (m.type !== 'ready') return;
-      clearTimeout(timer);
-      resolve(m.port!);
-    });
-    proc.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`${role} exited with ${code ?? signal}: ${stderr}`));
-    });
-  }).catch(async (err: unknown) => {
-    await stop();
-    throw err;
-  });
-  return { role, proc, port, stop };
-}
+/** A role as a child process, with the soak's node flags (SOAK_NODE_FLAGS). */
+const startRole = (role: Role, env: NodeJS.ProcessEnv): Promise<RoleProcess> => startChild(role, env, NODE_FLAGS);
 
 /** Resident set size of a process, bytes (/proc/<pid>/status VmRSS); NaN when unreadable. */
 function rssBytes(pid: number): number {
@@ -602,7 +546,7 @@ async function main(): Promise<void> {
     agent.destroy();
     // Executor first (it drains its in-flight jobs), then the rest.
     for (const role of ['executor', 'gateway', 'runner'] as const) {
-      const r = roles.find((x) => x.role === role);
+      const r = roles.find((x) => x.kind === role);
       if (r) await r.stop().catch(() => r.proc.kill('SIGKILL'));
     }
     await nc?.close().catch(() => undefined);

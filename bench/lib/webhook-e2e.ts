@@ -118,9 +118,10 @@ const SERVER_JS = join(HERE, 'webhook-server.js');
 
 // ============================================================================================ children
 
-type ChildKind = 'gateway' | 'runner' | 'executor';
+export type ChildKind = 'gateway' | 'runner' | 'executor';
 
-interface Child {
+/** A role started by {@link startChild}. */
+export interface Child {
   kind: ChildKind;
   proc: ChildProcess;
   port: number;
@@ -146,9 +147,12 @@ function exited(p: ChildProcess): Promise<void> {
   return new Promise((r) => p.once('exit', () => r()));
 }
 
-async function startChild(kind: ChildKind, env: NodeJS.ProcessEnv, profileDir?: string): Promise<Child> {
-  const args = kind === 'gateway' ? [SERVER_JS, 'gateway'] : [SELF_JS, kind];
-  if (profileDir) args.unshift('--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${kind}-\${pid}.cpuprofile`);
+/**
+ * Starts a role as a child process (the gateway through webhook-server.js, the others through this file's
+ * child mode) with `nodeFlags`, and waits for its `{type:'ready', port}`. Also used by bench/soak.ts.
+ */
+export async function startChild(kind: ChildKind, env: NodeJS.ProcessEnv, nodeFlags: readonly string[] = []): Promise<Child> {
+  const args = [...nodeFlags, ...(kind === 'gateway' ? [SERVER_JS, 'gateway'] : [SELF_JS, kind])];
   const proc = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
   track(proc);
   let stderr = '';
@@ -311,7 +315,8 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
   const timeoutMs = opts.timeoutMs ?? 60_000;
   const log = opts.log ?? (() => undefined);
   const loadBefore = loadavg()[0]!;
-  const profiled = (kind: ChildKind): string | undefined => (opts.profile?.includes(kind) ? opts.profileDir : undefined);
+  const profiled = (kind: ChildKind): string[] =>
+    opts.profile?.includes(kind) && opts.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.profileDir}`, `--cpu-prof-name=${kind}-\${pid}.cpuprofile`] : [];
 
   const children: Child[] = [];
   let nc: NatsConnection | undefined;
