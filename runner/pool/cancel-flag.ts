@@ -115,10 +115,10 @@ export function requestCancel(flag: Int32Array): void {
 }
 
 export interface StartedTask {
-  signal: AbortSignal;
-  isCancelled: () => boolean;
-  hostWorkStarted: () => void;
-  finish: () => void;
+  readonly signal: AbortSignal;
+  isCancelled(): boolean;
+  hostWorkStarted(): void;
+  finish(): void;
 }
 
 /**
@@ -132,13 +132,25 @@ export function startTask(flag: Int32Array, placement: number, threadId: number)
   if (was !== -placement) return was === CANCELLED ? 'cancelled' : 'elsewhere';
   new Float64Array(flag.buffer, flag.byteOffset + 8, 1)[0] = performance.timeOrigin + performance.now();
   Atomics.store(flag, 1, threadId);
-  // The signal (an AbortController and a waiter on the flag) is made only when asked for: a call that
-  // never waits for host work is stopped through isCancelled alone, and most calls never wait.
-  let controller: AbortController | undefined;
-  const signal = (): AbortSignal => {
-    if (controller) return controller.signal;
+  return new RunningTask(flag);
+}
+
+/**
+ * A task this worker is running. Its signal (an AbortController and a waiter on the flag) is made only
+ * when asked for: a call that never waits for host work is stopped through isCancelled alone, and most
+ * calls never wait. A class rather than an object literal with a getter: V8 puts a literal's getter
+ * pair in the old generation, which then keeps the call's objects alive past every scavenge.
+ */
+class RunningTask implements StartedTask {
+  private controller: AbortController | undefined;
+
+  constructor(private readonly flag: Int32Array) {}
+
+  get signal(): AbortSignal {
+    if (this.controller) return this.controller.signal;
+    const flag = this.flag;
     const made = new AbortController();
-    controller = made;
+    this.controller = made;
     const waiting = Atomics.waitAsync(flag, 0, RUNNING);
     if (waiting.async) {
       void waiting.value.then(() => {
@@ -148,17 +160,19 @@ export function startTask(flag: Int32Array, placement: number, threadId: number)
       made.abort(new Error('cancelled by the caller'));
     }
     return made.signal;
-  };
-  return {
-    get signal() {
-      return signal();
-    },
-    isCancelled: () => Atomics.load(flag, 0) === STOPPING,
-    hostWorkStarted: () => Atomics.store(flag, HOST_WORK, 1),
-    finish: () => {
-      // RUNNING or STOPPING → DONE; the notify ends this task's own pending wait, if it has one.
-      Atomics.store(flag, 0, DONE);
-      if (controller) Atomics.notify(flag, 0);
-    },
-  };
+  }
+
+  isCancelled(): boolean {
+    return Atomics.load(this.flag, 0) === STOPPING;
+  }
+
+  hostWorkStarted(): void {
+    Atomics.store(this.flag, HOST_WORK, 1);
+  }
+
+  finish(): void {
+    // RUNNING or STOPPING → DONE; the notify ends this task's own pending wait, if it has one.
+    Atomics.store(this.flag, 0, DONE);
+    if (this.controller) Atomics.notify(this.flag, 0);
+  }
 }

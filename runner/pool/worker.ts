@@ -11,6 +11,7 @@ import { threadId } from 'node:worker_threads';
 import { workerData } from 'piscina';
 import { BUILTINS, GUEST_BINDINGS } from '../builtins/index.js';
 import {
+  type CancelSource,
   type CappedModule,
   prepareAhead,
   registerBuiltins,
@@ -135,23 +136,35 @@ function admit(flag: Int32Array, request: SandboxRequest): WorkerReply | undefin
 async function run(request: SandboxRequest, started: Started): Promise<SandboxOutcome | undefined> {
   const cm = await modules.acquire(request.memoryBytes);
   try {
-    return await runSandbox(cm, request, setup.limits, {
-      get signal() {
-        return started.signal;
-      },
-      // QuickJS's interrupt handler asks this while guest code runs: the moment to tell the pool that
-      // this thread is taken.
-      isCancelled: () => {
-        activity.computing();
-        return started.isCancelled();
-      },
-      hostWorkStarted: started.hostWorkStarted,
-    });
+    return await runSandbox(cm, request, setup.limits, new TaskCancelSource(started));
   } catch (err) {
     if (err instanceof SandboxCancelledError) return undefined;
     cm.broken = true;
     throw err;
   } finally {
     if (modules.release(cm)) prepareWhenIdle(cm);
+  }
+}
+
+/**
+ * How runSandbox cancels a call of this worker. A class, not an object literal with a getter: V8 puts
+ * a literal's getter pair in the old generation, where it keeps the call's objects alive past every
+ * scavenge (promoted garbage that only a full GC frees).
+ */
+class TaskCancelSource implements CancelSource {
+  constructor(private readonly task: Started) {}
+
+  get signal(): AbortSignal {
+    return this.task.signal;
+  }
+
+  /** QuickJS's interrupt handler asks this while guest code runs: the moment to tell the pool that this thread is taken. */
+  isCancelled(): boolean {
+    activity.computing();
+    return this.task.isCancelled();
+  }
+
+  hostWorkStarted(): void {
+    this.task.hostWorkStarted();
   }
 }

@@ -72,7 +72,7 @@ export async function runSandbox(cm: CappedModule, req: SandboxRequest, limits: 
   try {
     realm = cm.realm ??= SnapshotRealm.prepare(cm, limits.maxStackBytes, registeredBuiltins());
     const { rt, ctx } = realm;
-    call = new CallState(ctx, started + req.timeoutMs, logs, redact, limits.builtins, cancel?.isCancelled);
+    call = new CallState(ctx, started + req.timeoutMs, logs, redact, limits.builtins, cancel && (() => cancel.isCancelled()));
     const state = call;
     // Only a call waiting for host work needs waking on a cancel (guest code is stopped through
     // isCancelled by the interrupt handler), so the signal is subscribed to when host work starts.
