@@ -61,6 +61,8 @@ export interface PoolConfig {
   maxLogChars: number;
   /** V8 heap of a worker; a worker that exceeds it is replaced. */
   workerHeapMb: number;
+  /** How many nice steps below the runner's main thread the workers run (Linux); 0 or unset: the same. */
+  workerNice?: number;
   /** A WASM module whose memory grew past this is replaced after the call (WASM memory never shrinks). */
   recycleAboveBytes: number;
   /** QuickJS's stack limit of a call: the deepest recursion. */
@@ -176,6 +178,15 @@ const S = {
     meaning:
       "how far V8 lets a heap's old generation grow past what its last full GC kept, in % (0: V8's own, up to ~300 %): lower keeps the runner's memory flat under load, higher spends less CPU on GC",
   },
+  workerNice: {
+    kind: 'int',
+    name: 'LDBOX_WORKER_NICE',
+    fallback: 10,
+    min: 0,
+    max: 19,
+    meaning:
+      "how many nice steps below the runner's main thread its workers run (Linux; 0: the same): the main thread reads requests and hands them out, and a worker it wakes must not take its core from it",
+  },
   workerHeapMb: {
     kind: 'size',
     name: 'LDBOX_WORKER_HEAP_MB',
@@ -281,6 +292,7 @@ export function loadRunnerConfig(env: Env): RunnerConfig {
       maxLogEntries: intSetting(env, S.maxLogEntries),
       maxLogChars: sizeSetting(env, S.maxLogBytes),
       workerHeapMb: sizeSetting(env, S.workerHeapMb),
+      workerNice: intSetting(env, S.workerNice),
       recycleAboveBytes: sizeSetting(env, S.recycleAboveMb) * MiB,
       builtins: {
         egressAllow: egressAllowSetting(env),

@@ -123,6 +123,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
     activity,
     penalties: penaltyMemory,
     flags: flagMemory,
+    nice: config.workerNice ?? 0,
     limits: {
       maxResultBytes: config.maxResultBytes,
       maxLogEntries: config.maxLogEntries,

@@ -21,6 +21,8 @@ export interface WorkerSetup {
   penalties: PenaltyTableMemory;
   /** The calls' cancel flags (flag-table.ts). */
   flags: SharedArrayBuffer;
+  /** Nice steps the worker lowers its own thread's priority by at start (thread-priority.ts). */
+  nice: number;
 }
 
 /** Fields every task carries. */

@@ -24,6 +24,7 @@ import {
 import { decodeBinaryRequest, decodeJsonRequest, isInvalidRequest, toSandboxRequest } from '../wire/execute-request.js';
 import { encodeExecuteResponse } from '../wire/execute-response.js';
 import { describeTask, type StartedTask, startTask } from './cancel-flag.js';
+import { lowerThreadPriority } from './thread-priority.js';
 import { WorkerActivity } from './worker-activity.js';
 import { codeHash, PenaltyTable } from './hard-stop-penalty.js';
 import { FlagViews } from './flag-table.js';
@@ -31,6 +32,7 @@ import { type LaneAnswer, openWorkerLane } from './worker-lane.js';
 import type { WireAnswer, WireTask, WorkerReply, WorkerSetup, WorkerTask } from './worker-task.js';
 
 const setup = workerData as WorkerSetup;
+lowerThreadPriority(setup.nice);
 // The worker composes the runner's sandbox: it hands the sandboxes of this thread their ld.* built-ins
 // (the sandbox names no concrete built-in; runner/builtins/guest-boundary.ts is the contract).
 registerBuiltins({ table: BUILTINS, bindings: GUEST_BINDINGS });

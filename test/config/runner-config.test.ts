@@ -44,6 +44,7 @@ t.test('defaults', async (t) => {
       maxLogEntries: 1000,
       maxLogChars: 1 * MiB,
       workerHeapMb: 512,
+      workerNice: 10,
       recycleAboveBytes: 32 * MiB,
       sandboxStackBytes: 1 * MiB,
       builtins: { egressAllow: [], maxResponseBytes: 32 * MiB, maxRequestsPerCall: 100 },
@@ -99,6 +100,7 @@ t.test('whole numbers', async (t) => {
     ['LDBOX_POOL_SIZE', '0x10', 'LDBOX_POOL_SIZE must be a whole number from 1 to 256, got "0x10"'],
     ['LDBOX_POOL_SIZE', '99999999999999999999', 'LDBOX_POOL_SIZE must be a whole number from 1 to 256, got "99999999999999999999"'],
     ['LDBOX_RUNNER_PORT', '80a', 'LDBOX_RUNNER_PORT must be a whole number from 0 to 65535, got "80a"'],
+    ['LDBOX_WORKER_NICE', '-5', 'LDBOX_WORKER_NICE must be a whole number from 0 to 19, got "-5"'],
     ['LDBOX_TIMEOUT_MS', '1s', 'LDBOX_TIMEOUT_MS must be a whole number from 100 to 3600000, got "1s"'],
   ];
   for (const [name, value, message] of cases) {
@@ -116,6 +118,7 @@ t.test('ranges', async (t) => {
     ['LDBOX_SANDBOX_STACK', '2MiB', 'LDBOX_SANDBOX_STACK must be from 128KiB to 1MiB, got "2MiB" (2097152 bytes)'],
     ['LDBOX_SANDBOX_STACK', '64KiB', 'LDBOX_SANDBOX_STACK must be from 128KiB to 1MiB, got "64KiB" (65536 bytes)'],
     ['LDBOX_POOL_CONCURRENCY', '0', 'LDBOX_POOL_CONCURRENCY must be from 1 to 64, got 0'],
+    ['LDBOX_WORKER_NICE', '20', 'LDBOX_WORKER_NICE must be from 0 to 19, got 20'],
     ['LDBOX_POOL_CONCURRENCY', '65', 'LDBOX_POOL_CONCURRENCY must be from 1 to 64, got 65'],
     ['LDBOX_POOL_MAX_QUEUE', '1000001', 'LDBOX_POOL_MAX_QUEUE must be from 0 to 1000000, got 1000001'],
     ['LDBOX_POOL_IDLE_TIMEOUT_MS', '86400001', 'LDBOX_POOL_IDLE_TIMEOUT_MS must be from 0 to 86400000, got 86400001'],
