@@ -43,16 +43,22 @@ import {
  *    `EXPLAIN [ANALYZE] DELETE` and T-SQL statements without semicolons. Locking reads are refused
  *    the same way (lockingReadAt): `FOR UPDATE`, `FOR NO KEY UPDATE`, `FOR SHARE`, `FOR KEY SHARE`,
  *    `LOCK IN SHARE MODE` and T-SQL's locking table hints (`WITH (UPDLOCK)`, HOLDLOCK, ...).
+ *    Functions that write, lock or run other SQL are refused too (isWritingFunction: nextval, setval,
+ *    set_config, advisory locks, lo_import, dblink, query_to_xml, GET_LOCK, OPENQUERY, NEXT VALUE FOR...).
  *    Then proof: in at least one reading every SELECT-like statement must parse, in some dialect's
- *    grammar, as a read (canonical text, see canonicalText); SHOW and DESCRIBE need no parse. A query
- *    that cannot be proven read-only is refused and the message says so.
+ *    grammar, as a read (canonical text, see canonicalText; once more with its parameters `?`, `:name`,
+ *    `$1`, `@p` as literals, see sql-parameters.ts), or, when every statement of every reading passes
+ *    the stricter token check of sql-token-proof.ts, be proven by its tokens; SHOW and DESCRIBE need no
+ *    parse. A query that cannot be proven read-only is refused and the message says so. On the corpus of
+ *    real statements in test/fixtures/sql-corpus, 0.4 % of the reads are refused (19.4 % with the
+ *    grammars alone).
  * 4. Cost. Lexing and the keyword checks are linear. The grammars backtrack exponentially on some
  *    nestings (`CAST(CAST(1 AS INTX) AS INTX)`, 8 levels: a minute), so every parse is metered and
  *    gives up over its budget (sql-parsers.ts, PARSE_STEPS_*): a text no grammar parses because one
  *    gave up is refused as too complex; the call's deadline is checked inside each parse too.
  *
- * What is not detected: side effects of functions called from a SELECT (`pg_terminate_backend`,
- * `dblink_exec`, `nextval`, `SLEEP`, OPENQUERY); run such queries with a read-only database role too.
+ * What is not detected: side effects of functions not in that list (user-defined functions, `SLEEP`,
+ * extensions); run such queries with a read-only database role too.
  */
 
 /** Longer queries are refused before parsing (node-sql-parser needs ~0.5 s per dialect for 50 KB). */
