@@ -473,9 +473,16 @@ function split(tokens: readonly Token[]): Piece[] {
  * The text of tokens `from..to` (inclusive) with this profile's reading made explicit for a parser:
  * comments become a space, every string literal becomes `'s'`, a quoted identifier keeps its quotes
  * with a harmless name inside. A parser with different quoting or comment rules then sees the same
- * structure as this profile does.
+ * structure as this profile does. `replace` maps the index of a token to the last index of a run of
+ * tokens written as `text` instead (see sql-parameters.ts).
  */
-export function canonicalText(sql: string, tokens: readonly Token[], from = 0, to = tokens.length - 1): string {
+export function canonicalText(
+  sql: string,
+  tokens: readonly Token[],
+  from = 0,
+  to = tokens.length - 1,
+  replace?: ReadonlyMap<number, { last: number; text: string }>,
+): string {
   let out = '';
   for (let k = from; k <= to; k++) {
     const t = tokens[k]!;
@@ -483,7 +490,11 @@ export function canonicalText(sql: string, tokens: readonly Token[], from = 0, t
       const gap = sql.slice(tokens[k - 1]!.end, t.start);
       out += /^\s*$/.test(gap) ? gap : /[\r\n]/.test(gap) ? '\n' : ' ';
     }
-    if (t.kind === 'string') out += "'s'";
+    const r = replace?.get(k);
+    if (r) {
+      out += r.text;
+      k = r.last;
+    } else if (t.kind === 'string') out += "'s'";
     else if (t.kind === 'quoted') {
       const close = t.quote === '[' ? ']' : t.quote!;
       const body = t.text.slice(t.text.indexOf(t.quote!) + 1, -1).replace(/[^\p{L}\p{N}_ .$-]/gu, '_');

@@ -281,7 +281,9 @@ function findWriteInside(root: Record<string, unknown>): Classification | undefi
       continue;
     }
     if (!isRecord(node)) continue;
-    if (node !== root && typeof node.type === 'string' && NESTED_WRITE_TYPES.has(node.type)) {
+    // BigQuery's `SELECT * REPLACE (expr AS col)` is a column of type 'replace' around the `*`.
+    const starReplace = node.type === 'replace' && isRecord(node.expr) && node.expr.type === 'column_ref';
+    if (node !== root && typeof node.type === 'string' && NESTED_WRITE_TYPES.has(node.type) && !starReplace) {
       return { kind: 'write', type: AST_TYPE_NAMES[node.type]! };
     }
     const into = node.into;

@@ -72,6 +72,36 @@ const CORPUS: Row[] = [
     query: "SELECT 1 FROM t WHERE a = '' OR 1=1 UNION SELECT password FROM users",
     expect: true,
   },
+  // Reads no grammar parses, proven by their tokens (runner/builtins/sql/sql-token-proof.ts).
+  { dialect: 'any', why: 'an aggregate over DISTINCT', query: 'SELECT SUM(DISTINCT x) FROM t', expect: true },
+  { dialect: 'any', why: 'an expression in LIMIT', query: 'select 1 limit 1 + 1', expect: true },
+  { dialect: 'MySQL', why: 'the null-safe equality', query: 'select a <=> b from t', expect: true },
+  { dialect: 'Snowflake', why: 'SELECT * RENAME', query: 'SELECT * RENAME a AS b FROM t', expect: true },
+  { dialect: 'BigQuery', why: 'SELECT * REPLACE', query: 'SELECT * REPLACE (1 AS x) FROM o', expect: true },
+  { dialect: 'T-SQL', why: 'a MERGE join hint', query: 'SELECT x FROM a INNER MERGE JOIN b ON b.id = a.id', expect: true },
+  { dialect: 'T-SQL', why: 'FOR XML after a CASE ... END', query: "select case when a = 1 then 'x' end as c from t for xml path('r')", expect: true },
+  // Functions that write, lock or run other statements.
+  {
+    dialect: 'PostgreSQL',
+    why: 'a sequence advances',
+    query: "select nextval('s')",
+    expect: 'ensureReadOnlySqlQuery: calls to NEXTVAL() are not allowed: it writes, locks or runs other statements (only SELECT, SHOW, DESCRIBE and EXPLAIN)',
+  },
+  {
+    dialect: 'PostgreSQL',
+    why: 'an advisory lock in a statement no grammar parses',
+    query: 'select sum(distinct pg_advisory_lock(1))',
+    expect:
+      'ensureReadOnlySqlQuery: calls to PG_ADVISORY_LOCK() are not allowed: it writes, locks or runs other statements (only SELECT, SHOW, DESCRIBE and EXPLAIN)',
+  },
+  {
+    dialect: 'T-SQL',
+    why: 'NEXT VALUE FOR',
+    query: 'select next value for s',
+    expect:
+      'ensureReadOnlySqlQuery: calls to NEXT VALUE FOR are not allowed: it writes, locks or runs other statements (only SELECT, SHOW, DESCRIBE and EXPLAIN)',
+  },
+  { dialect: 'any', why: 'a function named like one that writes, in a string', query: 'select \'nextval(1)\', "setval" from t', expect: true },
   // Writes, each named.
   { dialect: 'any', why: 'INSERT', query: 'INSERT INTO t VALUES (1)', expect: refused('INSERT') },
   { dialect: 'any', why: 'INSERT ... SELECT', query: 'insert into t select * from u', expect: refused('INSERT') },
@@ -245,7 +275,8 @@ const CORPUS: Row[] = [
   { dialect: 'any', why: 'a leading comment', query: '/* read */ delete from t', expect: refused('DELETE') },
   { dialect: 'any', why: 'a leading line comment', query: '-- select\ndelete from t', expect: refused('DELETE') },
   // Not provable: refused.
-  { dialect: 'PostgreSQL', why: 'VALUES (no grammar parses it)', query: 'values (1), (2)', expect: UNVERIFIED },
+  { dialect: 'PostgreSQL', why: 'VALUES (no grammar parses it: proven by its tokens)', query: 'values (1), (2)', expect: true },
+  { dialect: 'T-SQL', why: 'a PRINT after a read no grammar parses', query: "values (1), (2) print 'x'", expect: UNVERIFIED },
   {
     dialect: 'any',
     why: 'a stray string after a read',
