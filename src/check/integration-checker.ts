@@ -152,6 +152,7 @@ function checkOne(
   // import/export: the sandbox refuses them; everything TypeScript says inside them is beside the point.
   const refused: [number, number][] = [];
   const body = wrapperBody(ts, sf);
+  const isUndeclared = (id: TypeScript.Identifier) => (checker.getSymbolAtLocation(id)?.declarations ?? []).every((d) => d.getSourceFile() !== sf);
   const visit = (node: TypeScript.Node): void => {
     if (
       ts.isImportDeclaration(node) ||
@@ -162,6 +163,12 @@ function checkOne(
     ) {
       const keyword = ts.isImportDeclaration(node) || ts.isImportEqualsDeclaration(node) ? 'import' : 'export';
       add(node.getStart(sf), `${keyword} statements are not available in the sandbox: ${NO_MODULES}`);
+      refused.push([node.getStart(sf), node.end]);
+      return;
+    }
+    // A JavaScript file's require('x') is an import to TypeScript; the sandbox has no require at all.
+    if (ts.isCallExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'require' && isUndeclared(node.expression)) {
+      add(node.getStart(sf), `require is not available in the sandbox: ${INSTEAD.require}`);
       refused.push([node.getStart(sf), node.end]);
       return;
     }
@@ -192,7 +199,11 @@ function checkOne(
   for (const d of diagnostics) {
     const start = d.start ?? 0;
     if (inside(start)) continue;
-    if ((complete.has(start) || complete.has(returnedAt(ts, sf, start))) && (MISSING_PROPERTIES.has(d.code) || d.code === NOT_ASSIGNABLE)) continue;
+    if (MISSING_PROPERTIES.has(d.code) || d.code === NOT_ASSIGNABLE) {
+      // Already listed in full, at the literal itself or inside the returned value TypeScript points at.
+      const [from, to] = returnedSpan(ts, sf, start) ?? [start, start + 1];
+      if ([...complete].some((p) => p >= from && p < to)) continue;
+    }
     add(start, describe(ts, checker, sf, d, prefixLength, kind));
   }
   problems.sort((a, b) => a.pos - b.pos);
@@ -276,17 +287,15 @@ function returnedObjectLiterals(ts: typeof TypeScript, body: TypeScript.Block): 
 }
 
 /**
- * Where the value of the `return` statement starting at `pos` starts (through parentheses and `await`):
- * TypeScript places a wrong return value of an async function at the `return` keyword. -1 for no return.
+ * The span of the value of the `return` statement starting at `pos`: TypeScript places a wrong return
+ * value of an async function at the `return` keyword. Undefined when no return statement starts there.
  */
-function returnedAt(ts: typeof TypeScript, sf: TypeScript.SourceFile, pos: number): number {
-  let found = -1;
+function returnedSpan(ts: typeof TypeScript, sf: TypeScript.SourceFile, pos: number): [number, number] | undefined {
+  let found: [number, number] | undefined;
   const visit = (node: TypeScript.Node): void => {
-    if (found !== -1 || node.end <= pos || node.getStart(sf) > pos) return;
+    if (found !== undefined || node.end <= pos || node.getStart(sf) > pos) return;
     if (ts.isReturnStatement(node) && node.getStart(sf) === pos && node.expression !== undefined) {
-      let e = node.expression;
-      while (ts.isParenthesizedExpression(e) || ts.isAwaitExpression(e)) e = e.expression;
-      found = e.getStart(sf);
+      found = [node.expression.getStart(sf), node.expression.end];
       return;
     }
     ts.forEachChild(node, visit);

@@ -38,8 +38,10 @@ export function missingFields(ts: typeof TypeScript, checker: TypeScript.TypeChe
     };
   });
   if (shapes.some((s) => s.missing.length === 0)) return undefined;
+  // The closest members: the most fields in common with the value, then the fewest missing.
   const most = Math.max(...shapes.map((s) => s.common));
-  const closest = shapes.filter((s) => s.common === most);
+  const fewest = Math.min(...shapes.filter((s) => s.common === most).map((s) => s.missing.length));
+  const closest = shapes.filter((s) => s.common === most && s.missing.length === fewest);
   const all = closest.map((s) => s.missing);
   const common = all[0]!.filter((name) => all.every((m) => m.includes(name)));
   const alternatives = all.map((m) => m.filter((name) => !common.includes(name))).filter((m) => m.length > 0);

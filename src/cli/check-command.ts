@@ -86,7 +86,7 @@ async function readCode(path: string, maxBytes: number): Promise<string> {
     const info = await stat(path);
     if (info.isDirectory()) throw Object.assign(new Error(), { code: 'EISDIR' });
     if (info.size > maxBytes) {
-      throw new UsageError(`${path} is ${formatSize(info.size)}, over the runner's limit of ${formatSize(maxBytes)} for code (LDBOX_MAX_CODE_BYTES)`);
+      throw new UsageError(`${path} is ${info.size} bytes, over the runner's limit of ${formatSize(maxBytes)} for code (LDBOX_MAX_CODE_BYTES)`);
     }
     bytes = await readFile(path);
   } catch (err) {
