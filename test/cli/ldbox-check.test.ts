@@ -75,7 +75,7 @@ t.test('every example in examples/ is clean, with the result kind it is run with
 
 t.test('clean code: top-level await and return, the sandbox globals, checked on its own each', async (t) => {
   const a = [
-    "const res = await ld.request({ method: 'POST', url: `${data.input.base}/x`, body: { a: 1 }, params: { n: 1 } });",
+    "const res = await ld.request({ method: 'POST', url: data.input.base + '/x', body: { a: 1 }, params: { n: 1 } });",
     "if (res.status !== 200) throw new Error('status ' + res.status);",
     "const form = new FormData(); form.append('f', btoa('hi'), 'f.txt');",
     'await ld.wait(10);',
