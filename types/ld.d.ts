@@ -66,6 +66,50 @@ declare namespace ld {
     error?: string;
   }
 
+  // What the code returns, by result kind (runner.proto ResultKind; spec "File result shape", "Native search
+  // integration result", "Native download result"). `ldbox check FILE.js --kind native-search` checks the
+  // returned value against these; the runner checks the same at run time (runner/results).
+  /** A date value of a result: a Date, an ISO-8601 string or epoch milliseconds (emitted as ISO-8601 UTC). */
+  type DateValue = Date | string | number;
+
+  /** One item of a native search result. Required strings must not be empty; optional fields may be null. */
+  interface NativeSearchItem {
+    url: string;
+    documentId: string;
+    title: string;
+    mimeType: string;
+    lastSeenByUser: DateValue;
+    createdDate: DateValue;
+    lastModifiedByAnyone: DateValue;
+    author?: { id: string; name: string; imgUrl?: string | null } | null;
+    /** Treated as absent unless id, name and the date all have a value. */
+    lastModifiedByUserId?: { id?: string | null; name?: string | null; lastModifiedByUserIdDate?: DateValue | null } | null;
+    parent?: {
+      id: string;
+      title?: string | null;
+      url?: string | null;
+      type?: string | null;
+      driveId?: string | null;
+      siteId?: string | null;
+      listId?: string | null;
+      listItemId?: string | null;
+    } | null;
+  }
+  /** `--kind native-search`: a list of items, or `{items: [...]}`. */
+  type NativeSearchResult = NativeSearchItem[] | { items: NativeSearchItem[] };
+
+  /** One file of a files result: its name, its type and exactly one of `base64` and `text`. */
+  type FileItem = { fileName: string; mimeType: string } & ({ base64: string; text?: null } | { text: string; base64?: null });
+  /** `--kind files`: a file, a list of files, or `{files: …}` holding either. */
+  type FilesResult = FileItem | FileItem[] | { files: FileItem | FileItem[] };
+
+  /** `--kind native-download`: `buffer` is the `buffer` of an `ld.request({responseType: 'binary'})` response. */
+  interface NativeDownloadResult {
+    fileName: string;
+    mimeType: string;
+    buffer: ArrayBuffer | Uint8Array;
+  }
+
   /** Writes values to the call's logs; auth values are redacted. */
   function log(...args: unknown[]): void;
   /** Pauses for 0–30000 ms; anything else throws a RangeError. */

@@ -15,7 +15,7 @@ import { LOG_SETTINGS } from '../config/log-config.js';
 import { RUNNER_SETTINGS } from '../../runner/config/index.js';
 import { CONTROL_PLANE_CLIENT_SETTINGS } from './control-plane-config.js';
 
-export type Command = 'runner' | 'gateway' | 'executor' | 'dev' | 'run' | 'reencrypt';
+export type Command = 'runner' | 'gateway' | 'executor' | 'dev' | 'run' | 'check' | 'reencrypt';
 
 /** Each name once, first occurrence first. */
 function union(...lists: ReadonlyArray<readonly SettingSpec[]>): readonly SettingSpec[] {
@@ -34,6 +34,8 @@ export const COMMAND_SETTINGS: Readonly<Record<Command | ControlPlaneCommand, re
   executor: union(EXECUTOR_SETTINGS, LOG_SETTINGS),
   dev: union(DEV_SETTINGS, GATEWAY_SETTINGS, EXECUTOR_SETTINGS, RUNNER_SETTINGS, LOG_SETTINGS),
   run: RUNNER_SETTINGS,
+  // `check` refuses code larger than the runner would take.
+  check: RUNNER_SETTINGS.filter((s) => s.name === 'LDBOX_MAX_CODE_BYTES'),
   reencrypt: [...NATS_SETTINGS, ...DATA_KEY_SETTINGS],
   workflows: CONTROL_PLANE_CLIENT_SETTINGS,
   executions: CONTROL_PLANE_CLIENT_SETTINGS,

@@ -19,6 +19,7 @@ import { applyHeapGrowth, startRunnerServer } from '../../runner/server/index.js
 import { runDev } from '../dev/dev-command.js';
 import { CONTROL_PLANE_USAGE_LINES, runControlPlaneCommand } from './control-plane-commands.js';
 import { REENCRYPT_ABOUT, runReencrypt } from './reencrypt-command.js';
+import { CHECK_ABOUT, CHECK_USAGE, checkCommand } from './check-command.js';
 import { RUN_ABOUT, RUN_USAGE, runCommand } from './run-command.js';
 import { isParseArgsError, usageMessage } from './usage-message.js';
 
@@ -30,6 +31,7 @@ const USAGE = `usage: ldbox <command> [--help]
   gateway             the webhook gateway and control plane (HTTP on LDBOX_GATEWAY_PORT, default 8080; needs NATS_URL)
   executor            runs queued workflows on the runners of LDBOX_RUNNER_URLS (health and metrics on LDBOX_EXECUTOR_PORT, default 8081)
   run FILE.js [...]   run integration code locally in the sandbox (- reads it from stdin)
+  check FILE.js [...] type-check integration code against the sandbox's globals and a result kind (needs typescript)
   reencrypt           seal every stored node auth value with the current LDBOX_DATA_KEY (after a key rotation)
 ${CONTROL_PLANE_USAGE_LINES}
 
@@ -46,6 +48,7 @@ const ABOUT: Record<Command, string> = {
   executor: 'usage: ldbox executor [--help]\n\nRuns queued workflow jobs from NATS on the runners; /healthz, /readyz and /metrics over HTTP.',
   reencrypt: REENCRYPT_ABOUT,
   run: `${RUN_USAGE}\n\n${RUN_ABOUT}`,
+  check: `${CHECK_USAGE}\n\n${CHECK_ABOUT}`,
 };
 
 const stdout = (s: string) => void process.stdout.write(s);
@@ -76,7 +79,7 @@ class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
-const COMMANDS: readonly string[] = ['runner', 'gateway', 'executor', 'dev', 'run', 'reencrypt', 'workflows', 'executions'];
+const COMMANDS: readonly string[] = ['runner', 'gateway', 'executor', 'dev', 'run', 'check', 'reencrypt', 'workflows', 'executions'];
 
 /** The CLI entry: returns the exit code (0 ok, 1 failure, 2 bad usage or configuration error). */
 export async function runCli(argv: readonly string[]): Promise<number> {
@@ -114,6 +117,11 @@ export async function runCli(argv: readonly string[]): Promise<number> {
       if (wantsHelp(rest)) return help(command);
       warnUnknownSettings();
       return await runCommand(rest, process.env, { stdout, stderr }, { stdin: process.stdin, untilStopped: untilSignal });
+    }
+    if (command === 'check') {
+      if (wantsHelp(rest)) return help(command);
+      warnUnknownSettings();
+      return await checkCommand(rest, process.env, { stdout, stderr });
     }
     // The services take no arguments but --help; `dev` takes --cluster N too.
     const { values } = parseArgs({
@@ -170,7 +178,7 @@ function parseClusterSize(raw: string | undefined): number | undefined {
   return n;
 }
 
-/** `--help` or `-h` among `ldbox run`'s arguments (before a `--` terminator). */
+/** `--help` or `-h` among `ldbox run`'s or `ldbox check`'s arguments (before a `--` terminator). */
 function wantsHelp(args: readonly string[]): boolean {
   const { tokens } = parseArgs({ args: [...args], strict: false, allowPositionals: true, tokens: true });
   return tokens.some((t) => t.kind === 'option' && (t.name === 'help' || t.name === 'h'));

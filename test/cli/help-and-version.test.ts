@@ -34,7 +34,8 @@ t.test('--help lists the commands', async (t) => {
     const r = await ldbox(args);
     t.equal(r.code, 0, args.join(' '));
     t.match(r.stdout, /^usage: ldbox <command> \[--help\]\n/, args.join(' '));
-    for (const cmd of ['dev', 'runner', 'gateway', 'executor', 'run FILE.js']) t.match(r.stdout, `\n  ${cmd} `, `${args.join(' ')} lists ${cmd}`);
+    for (const cmd of ['dev', 'runner', 'gateway', 'executor', 'run FILE.js', 'check FILE.js'])
+      t.match(r.stdout, `\n  ${cmd} `, `${args.join(' ')} lists ${cmd}`);
     t.equal(r.stderr, '');
   }
   const none = await ldbox([]);
@@ -43,7 +44,7 @@ t.test('--help lists the commands', async (t) => {
 });
 
 t.test('<command> --help prints usage and settings and starts nothing', async (t) => {
-  for (const command of ['runner', 'gateway', 'executor', 'dev', 'run'] as const) {
+  for (const command of ['runner', 'gateway', 'executor', 'dev', 'run', 'check'] as const) {
     const port = await freePort();
     // Every role would listen on `port`, and `dev` would start nats-server there, if --help started anything.
     const env = {

@@ -104,6 +104,12 @@ t.test('RESULT_KIND_FILES', async (t) => {
 
   t.test('neither base64 nor text', async (t) => {
     t.equal(await invalid(t, ResultKind.FILES, "return {files: {fileName: 'a.txt', mimeType: 'text/plain'}}"), 'files must have base64 or text content');
+    t.equal(
+      await invalid(t, ResultKind.FILES, "return [{mimeType: 'text/plain', text: 'x'}, {fileName: 'b', mimeType: '', base64: '!'}, 3]"),
+      '4 problems: result[0].fileName must be a string, got nothing; result[1].mimeType must not be empty; result[1].base64 is not valid base64; ' +
+        'result[2] must be a file object {fileName, mimeType, base64 | text}, got a number',
+      'every file at fault, in one message',
+    );
   });
 
   t.test('a fileName that is not a string', async (t) => {
@@ -178,6 +184,23 @@ t.test('RESULT_KIND_NATIVE_SEARCH', async (t) => {
     );
     t.equal(await invalid(t, ResultKind.NATIVE_SEARCH, `return [${item("title: ''")}]`), 'result[0].title is required', 'an empty title');
     t.equal(await invalid(t, ResultKind.NATIVE_SEARCH, `return [${item('url: 5')}]`), 'result[0].url must be a string, got a number');
+  });
+
+  t.test('every missing or wrong field, of every item, in one message', async (t) => {
+    t.equal(
+      await invalid(t, ResultKind.NATIVE_SEARCH, "return [{url: 'u', title: 5}, " + item() + ", {documentId: 'd'}]"),
+      '12 problems: result[0].documentId is required; result[0].title must be a string, got a number; result[0].mimeType is required; ' +
+        'result[0].lastSeenByUser is required; result[0].createdDate is required; result[0].lastModifiedByAnyone is required; ' +
+        'result[2].url is required; result[2].title is required; result[2].mimeType is required; result[2].lastSeenByUser is required; ' +
+        'result[2].createdDate is required; result[2].lastModifiedByAnyone is required',
+    );
+  });
+
+  t.test('a result with thousands of faults lists 20 and counts the rest', async (t) => {
+    const message = await invalid(t, ResultKind.NATIVE_SEARCH, 'return Array.from({length: 5000}, () => ({}))');
+    t.match(message, /^35000 problems: result\[0\]\.url is required; /);
+    t.equal(message?.split('; ').length, 21, '20 problems listed, then the count of the rest');
+    t.match(message, /; and 34980 more$/);
   });
 
   t.test('optional attributes without a value are left out', async (t) => {
@@ -328,6 +351,14 @@ t.test('RESULT_KIND_NATIVE_DOWNLOAD', async (t) => {
     t.match(
       await invalid(t, ResultKind.NATIVE_DOWNLOAD, "return {mimeType: 'application/octet-stream', buffer: new ArrayBuffer(1)}"),
       /^fileName must be a string/,
+    );
+  });
+
+  t.test('every field at fault in one message', async (t) => {
+    t.equal(
+      await invalid(t, ResultKind.NATIVE_DOWNLOAD, "return {mimeType: '', buffer: 'AQID'}"),
+      '3 problems: fileName must be a string, got nothing; mimeType must not be empty; ' +
+        'buffer must be an ArrayBuffer or Uint8Array (the buffer of an ld.request response), got a string',
     );
   });
 });
