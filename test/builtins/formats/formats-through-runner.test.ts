@@ -66,7 +66,7 @@ t.test('bad input: success false, or a guest error that code can catch', async (
   const malformed = await runCode(runner, "return ld.csv2parquet('a,b\\n1,\"open')");
   t.same(malformed.result, { base64: '', success: false, error: 'malformed CSV: a quoted field is never closed (its opening quote is on line 2)' });
   const ragged = await runCode(runner, "return ld.csv2parquet('a,b\\n1\\n').error");
-  t.same(ragged.result, 'malformed CSV: line 2 has 1 field, but the header has 2');
+  t.same(ragged.result, 'malformed CSV: line 2 has 1 field, but the header has 2 (pass { padShortRows: true } to read missing fields as nulls)');
   const notParquet = await runCode(runner, "return ld.parquet2csv(btoa('definitely not parquet'))");
   t.same(notParquet.result, { base64: '', success: false, error: 'the data is not a Parquet file (it must start and end with "PAR1")' });
   const notArrow = await runCode(
