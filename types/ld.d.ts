@@ -123,8 +123,26 @@ declare namespace ld {
   /** The same as cloudRequest, under the name other platforms use. */
   const awsRequest: typeof cloudRequest;
 
-  function csv2parquet(csvText: string, options?: { compression?: Compression }): ConversionResult;
-  /** The CSV comes back base64-encoded. */
+  interface Csv2ParquetOptions {
+    /** Default `'zstd'`. */
+    compression?: Compression;
+    /** One character, default `','`: `'\t'`, `';'`, `'|'`, … Not `"` or a line break. */
+    delimiter?: string;
+    /** 1–16 characters: a line that starts with it is skipped (before the header too); inside a line it is data. */
+    comment?: string;
+    /** Records with fewer fields than the header get nulls for the rest (default false: such a record is an error). */
+    padShortRows?: boolean;
+  }
+
+  /**
+   * Column types are inferred (int64, float64, boolean, string, lists). A bad option throws (TypeError /
+   * RangeError); bad data gives `success: false`, e.g. a one-column header that holds tabs or `;`.
+   */
+  function csv2parquet(csvText: string, options?: Csv2ParquetOptions): ConversionResult;
+  /**
+   * The CSV comes back base64-encoded, always `,`-separated. Written so that csv2parquet reads it back
+   * with the same column types: whole floats as `1.0`, int64 exactly, lists as `[1, 2]`.
+   */
   function parquet2csv(base64Parquet: string): ConversionResult;
   /** Arrow IPC stream bytes in, base64 Parquet out. Throws on bad input. */
   function arrow2parquet(buffer: Uint8Array | ArrayBuffer, options?: { compression?: Compression }): string;

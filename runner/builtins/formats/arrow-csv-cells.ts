@@ -1,5 +1,5 @@
 import type { Data, DataType, Field } from 'apache-arrow';
-import { ByteWriter } from './byte-writer.js';
+import { ByteWriter, floatText } from './byte-writer.js';
 import { arrowLib } from './format-libs.js';
 
 /**
@@ -10,7 +10,7 @@ import { arrowLib } from './format-libs.js';
  * | null value (any type) | empty cell (`""` when the table has a single column, so the row is not blank) |
  * | utf8 / large utf8 / utf8 view | the text; an empty string is `""` |
  * | int 8–64, uint 8–64 | decimal digits (int64 exactly, no precision loss) |
- * | float 16/32/64 | shortest text that reads back as the same value (`0.1`, `1e+21`, `NaN`, `Infinity`) |
+ * | float 16/32/64 | shortest text that reads back as the same value, always with a fraction or an exponent so that it reads back as a float (`0.1`, `1.0`, `-0.0`, `1e+21`, `NaN`, `Infinity`; see `floatText`) |
  * | bool | `true` / `false` |
  * | date32 / date64 | `YYYY-MM-DD` |
  * | timestamp | ISO 8601 `YYYY-MM-DDTHH:MM:SS[.fff…]`, with `Z` when the type has a time zone (values are UTC); the fraction keeps the unit's precision (µs and ns are not lost), trailing zeros dropped |
@@ -302,12 +302,12 @@ function writeUint64(w: ByteWriter, values: BigUint64Array, i: number): void {
 
 /** The shortest decimal text that reads back as the same float32. */
 function float32Text(v: number): string {
-  if (!Number.isFinite(v)) return String(v);
+  if (!Number.isFinite(v) || v === 0) return floatText(v);
   for (let p = 1; p < 10; p++) {
     const s = v.toPrecision(p);
-    if (Math.fround(Number(s)) === v) return String(Number(s));
+    if (Math.fround(Number(s)) === v) return floatText(v, String(Number(s)));
   }
-  return String(v);
+  return floatText(v);
 }
 
 function unitsPerSecond(unit: number): number {

@@ -171,10 +171,11 @@ export class ByteWriter {
   }
 
   /**
-   * A finite double as the shortest text that reads back as the same value, like `String(v)`, with
-   * a fast path for values with up to 6 decimals (V8's shortest-text algorithm costs ~250 ns).
-   * With |v·s| < 2^52 every decimal of ≤ log10(s) fraction digits is more than one ulp from any
-   * other, so the one that reads back as v is the shortest text.
+   * A double as the shortest text that reads back as the same value, like `String(v)`, but always
+   * with a fraction or an exponent (`floatText`), with a fast path for values with up to 6 decimals
+   * (V8's shortest-text algorithm costs ~250 ns). With |v·s| < 2^52 every decimal of ≤ log10(s)
+   * fraction digits is more than one ulp from any other, so the one that reads back as v is the
+   * shortest text.
    */
   float64(v: number): void {
     const a = v < 0 ? -v : v;
@@ -185,6 +186,8 @@ export class ByteWriter {
           if (v < 0) this.byte(45);
           if (digits === 0) {
             this.uint(k);
+            this.byte(46);
+            this.byte(48);
             return;
           }
           const whole = Math.floor(k / s);
@@ -195,7 +198,7 @@ export class ByteWriter {
         }
       }
     }
-    this.ascii(String(v));
+    this.ascii(floatText(v));
   }
 
   /**
@@ -242,3 +245,18 @@ export class ByteWriter {
 }
 
 const HEX = Buffer.from('0123456789abcdef');
+
+/**
+ * The CSV text of a float (float16/32/64) whose shortest round-trip text is `shortest` (`String(v)`
+ * for a double): a whole value gets `.0` (`1.0`, `-0.0`, `100000000000000000000.0`) so that the text
+ * still says "float". csv2parquet types `1` as int64 (and a whole number beyond int64 as text), so
+ * without it a float column whose values happen to be whole came back from parquet2csv → csv2parquet
+ * as int64 (or string). DuckDB's CSV writer and pandas' `to_csv` write `1.0` too; `-0.0` keeps the
+ * sign that `String(-0)` drops. `1e+21`, `NaN`, `Infinity` and `-Infinity` are left as they are
+ * (csv2parquet reads all of them back as float64).
+ */
+export function floatText(v: number, shortest = String(v)): string {
+  if (v === 0) return Object.is(v, -0) ? '-0.0' : '0.0';
+  if (!Number.isFinite(v) || shortest.includes('.') || shortest.includes('e')) return shortest;
+  return `${shortest}.0`;
+}

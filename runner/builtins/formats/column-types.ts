@@ -115,8 +115,8 @@ const isWs = (c: number) => c === 32 || c === 9 || c === 10 || c === 13;
 
 /**
  * Parses a bracketed list cell `t[a, b)`: `[` items separated by `,` `]`, where an item is a JSON
- * literal (a number, a double-quoted string with JSON escapes, true, false, null), with optional
- * whitespace. Nested lists and bare words are not lists (the column falls back to string).
+ * literal (a number, a double-quoted string with JSON escapes, true, false, null) or one of `NaN`,
+ * `Infinity`, `-Infinity` (a float item, as parquet2csv writes them), with optional whitespace. Nested lists and bare words are not lists (the column falls back to string).
  * Returns the join of the item kinds (T_NULL for `[]`), or -1 when the cell is not such a list or
  * (with a sink) an item did not fit.
  *
@@ -169,7 +169,9 @@ export function parseList(t: string, a: number, b: number, sink: ListItemSink | 
       }
       i += qw;
       k = T_STRING;
-    } else if (c === 45 || (c >= 48 && c <= 57)) {
+    } else if (c === 45 || (c >= 48 && c <= 57) || c === 78 || c === 73) {
+      // A number, or NaN / Infinity / -Infinity: not JSON, but how parquet2csv writes them in a
+      // float list, so that such a list reads back as list<float64>.
       const st = i;
       // Fast path: a plain integer of up to 15 digits, read in the same pass.
       let v = 0;
@@ -194,8 +196,6 @@ export function parseList(t: string, a: number, b: number, sink: ListItemSink | 
       } else {
         const nk = numberKind(t, st, i);
         if (nk !== NUM_INT && nk !== NUM_FLOAT) return -1;
-        // NaN / Infinity are not JSON: `-Infinity` is refused here.
-        if (t.charCodeAt(st + (c === 45 ? 1 : 0)) === 73) return -1;
         k = nk === NUM_INT ? T_INT : T_FLOAT;
         if (sink && !sink.numberItem(t, st, i, k)) return -1;
       }

@@ -1,6 +1,6 @@
 import type { Data } from 'apache-arrow';
 import { type CellWriter, isValid } from './arrow-csv-cells.js';
-import type { ByteWriter } from './byte-writer.js';
+import { type ByteWriter, floatText } from './byte-writer.js';
 import { arrowLib } from './format-libs.js';
 
 /**
@@ -282,7 +282,7 @@ function putInt64(buf: Uint8Array, p: number, words: Int32Array, big: BigInt64Ar
 }
 
 /**
- * A double as ByteWriter.float64 writes it (the shortest text that reads back the same). At most 25
+ * A double as ByteWriter.float64 writes it (the shortest text that reads back the same, `.0` when whole). At most 25
  * bytes. ByteWriter.float64 tries 0, 1, …, 6 decimals; one try with 6 is the same: for |v| < 4e9 a
  * decimal of d ≤ 6 digits that reads back as v also does with 6 (v·10^6 rounds to it times
  * 10^(6−d): the errors stay under 0.5), and conversely the trailing zeros of those 6 digits give the
@@ -304,7 +304,12 @@ function putFloat64(buf: Uint8Array, p: number, v: number): number {
         frac -= 1e6;
       }
       p = putUint(buf, p, whole);
-      if (frac === 0) return p;
+      if (frac === 0) {
+        // `.0`: a whole float still reads back as a float (floatText).
+        buf[p] = 46;
+        buf[p + 1] = 48;
+        return p + 2;
+      }
       // Below 10^6: int32 arithmetic.
       let f = frac | 0;
       let digits = 6;
@@ -316,7 +321,7 @@ function putFloat64(buf: Uint8Array, p: number, v: number): number {
       return putPadded(buf, p, f, digits);
     }
   }
-  return putAscii(buf, p, String(v));
+  return putAscii(buf, p, floatText(v));
 }
 
 /**

@@ -3,11 +3,12 @@ import { type BuiltinContext, GuestFacingError, type SyncBuiltin } from '../gues
 import { arrowType, BLOCK_ROWS, ChunkArena, ChunkBuilder } from './column-builders.js';
 import { classifyColumn, type ColumnType, kindOf, T_FLOAT, T_INT, T_NULL, T_STRING, typeName, writtenType } from './column-types.js';
 import { checkDeadline, ConversionInputError, describeValue, FORMAT_LIMITS, MiB, tooManyColumns } from './conversion-guard.js';
+import { type CsvDialect, csv2parquetOptions, DEFAULT_DIALECT, otherDelimiterHint } from './csv-dialect.js';
 import { CsvTokenizer } from './csv-tokenizer.js';
 import { arrowLib, parquetWasmMemoryBytes, releaseParquetWasmIfLarge } from './format-libs.js';
 import { IpcChunkEncoder } from './ipc-chunk-encoder.js';
 import { ParquetStitcher } from './parquet-stitcher.js';
-import { compressionOption, type CompressionName } from './parquet-codecs.js';
+import type { CompressionName } from './parquet-codecs.js';
 import { ParquetWriteError, writeParquetFromIpc } from './parquet-writer.js';
 
 /**
@@ -16,14 +17,21 @@ import { ParquetWriteError, writeParquetFromIpc } from './parquet-writer.js';
  * - `csvText`: the CSV as a string (UTF-8 bytes are accepted too); the first record is the header.
  *   Empty header names become `column<i>` (0-based position) and repeated ones get `_1`, `_2`, …
  * - `options.compression`: uncompressed, snappy, gzip, brotli, lz4 (written as LZ4_RAW), zstd (default).
+ * - `options.delimiter` (one character, `,` by default), `options.comment` (a prefix: lines that start
+ *   with it are skipped), `options.padShortRows` (short records get nulls): see csv-dialect.ts.
  * - Each column gets the narrowest of int64, float64, boolean, string, list<…> that fits every cell
  *   (see column-types.ts); bracketed list cells (`[1, 2]`, `["a", "b"]`) become Parquet LIST columns;
  *   empty cells are nulls. The CSV dialect is described in csv-tokenizer.ts.
  *
- * Failures: data that cannot be converted (malformed CSV, a ragged row, no header, over the size
- * cap, more than FORMAT_LIMITS.maxColumns columns) gives `{base64: '', success: false, error}`; calling it wrong (csvText not a string, options
- * not an object, an unknown compression) throws a TypeError / RangeError, and running past the
- * call's time limit throws an Error.
+ * Failures: data that cannot be converted (malformed CSV, a ragged row, no header, a one-column
+ * header that holds another usual delimiter, over the size cap, more than FORMAT_LIMITS.maxColumns
+ * columns) gives `{base64: '', success: false, error}`; calling it wrong (csvText not a string,
+ * options not an object, an unknown option, an option of the wrong type or out of range) throws a
+ * TypeError / RangeError, and running past the call's time limit throws an Error.
+ *
+ * Round trips keep the column types csv2parquet writes: parquet2csv writes every value so that this
+ * function reads it back as the same type and value (a whole float as `1.0`, int64 exactly, lists as
+ * bracketed lists; see arrow-csv-cells.ts). Test: test/builtins/formats/round-trip-types.test.ts.
  *
  * The CSV is read in chunks of at most CHUNK_ROWS rows: each chunk is typed, built straight into
  * Arrow arrays and written as one Parquet row group at once, so only one chunk is alive. Column types
@@ -36,10 +44,10 @@ export const csv2parquet: SyncBuiltin = (args, ctx) => {
   if (typeof input !== 'string' && !(input instanceof Uint8Array)) {
     throw new GuestFacingError('TypeError', `ld.csv2parquet(csvText, options?) takes the CSV as a string, got ${describeValue(input)}`);
   }
-  const compression = compressionOption('ld.csv2parquet', args[1]);
+  const { compression, dialect } = csv2parquetOptions(args[1]);
   try {
     const text = csvText(input);
-    const parquet = csvToParquet(text, compression, ctx);
+    const parquet = csvToParquet(text, compression, ctx, undefined, dialect);
     return { base64: Buffer.from(parquet.buffer, parquet.byteOffset, parquet.byteLength).toString('base64'), success: true };
   } catch (err) {
     if (err instanceof ConversionInputError) return { base64: '', success: false, error: err.message };
@@ -83,14 +91,20 @@ function tooLarge(size: number): string {
 }
 
 /** The conversion itself: CSV text → Parquet bytes. Throws ConversionInputError for bad data. */
-export function csvToParquet(text: string, compression: CompressionName, ctx: BuiltinContext, stats?: CsvConversionStats): Uint8Array {
+export function csvToParquet(
+  text: string,
+  compression: CompressionName,
+  ctx: BuiltinContext,
+  stats?: CsvConversionStats,
+  dialect: CsvDialect = DEFAULT_DIALECT,
+): Uint8Array {
   if (text.length > FORMAT_LIMITS.maxCsvChars) throw new ConversionInputError(tooLarge(text.length));
   const t0 = performance.now();
   const timing = { parquetMs: 0, ipcBytes: 0 };
-  let encoded = encodeCsv(text, ctx, compression, undefined, timing, stats);
+  let encoded = encodeCsv(text, dialect, ctx, compression, undefined, timing, stats);
   if (Array.isArray(encoded)) {
     if (stats) stats.restarts++;
-    encoded = encodeCsv(text, ctx, compression, encoded, timing, stats);
+    encoded = encodeCsv(text, dialect, ctx, compression, encoded, timing, stats);
     if (Array.isArray(encoded)) throw new Error('csv2parquet: the column types changed after the final typing pass');
   }
   if (stats) {
@@ -115,6 +129,7 @@ export function emptyStats(): CsvConversionStats {
  */
 function encodeCsv(
   text: string,
+  dialect: CsvDialect,
   ctx: BuiltinContext,
   compression: CompressionName,
   fixed: ColumnType[] | undefined,
@@ -122,9 +137,13 @@ function encodeCsv(
   stats?: CsvConversionStats,
 ): Uint8Array | ColumnType[] {
   const A = arrowLib();
-  const tok = new CsvTokenizer(text);
+  const tok = new CsvTokenizer(text, dialect);
   const header = tok.readHeader(CHUNK_CELLS, CHUNK_ROWS);
   if (!header) throw new ConversionInputError('the CSV is empty: it needs at least a header row');
+  if (header.length === 1 && !tok.headerQuoted) {
+    const hint = otherDelimiterHint(header[0]!, dialect.delimiter);
+    if (hint) throw new ConversionInputError(hint);
+  }
   const ncols = header.length;
   const tooWide = tooManyColumns(ncols);
   if (tooWide) throw new ConversionInputError(`the CSV has ${tooWide}`);

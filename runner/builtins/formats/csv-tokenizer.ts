@@ -1,4 +1,5 @@
 import { ConversionInputError } from './conversion-guard.js';
+import { type CsvDialect, DEFAULT_DIALECT } from './csv-dialect.js';
 
 /**
  * A streaming CSV tokenizer over a JS string that records where each cell is instead of copying it:
@@ -8,19 +9,21 @@ import { ConversionInputError } from './conversion-guard.js';
  * the input.
  *
  * The dialect (RFC 4180 with the usual leniencies), decided here and documented in the README:
- * - the delimiter is `,`; records end with `\n`, `\r\n` or a lone `\r`; a leading BOM is skipped;
+ * - the delimiter is `,` unless `dialect.delimiter` names another character (csv-dialect.ts); records
+ *   end with `\n`, `\r\n` or a lone `\r`; a leading BOM is skipped;
  * - a field that starts with `"` is quoted: it ends at the next `"` not followed by another `"`
  *   (`""` is a literal quote), and may hold delimiters and line breaks. After its closing quote only
  *   a delimiter, a line break or the end of the text may follow, otherwise the CSV is malformed;
  * - a `"` inside an unquoted field is kept as a literal character;
  * - a quote that is never closed is an error (reported with the line it opened on);
  * - blank lines (nothing between two line breaks) are skipped anywhere, so a trailing line break
- *   does not add a row;
+ *   does not add a row; with `dialect.comment`, so is a line that starts with the comment prefix
+ *   (at the start of a record only: inside a quoted field it is data);
  * - every record must have as many fields as the header: a ragged row is an error that names the
- *   line and both counts (nothing is padded or cut silently).
+ *   line and both counts (nothing is cut silently); with `dialect.padShortRows` a short record gets
+ *   empty (null) fields for the missing ones, and a long one is still an error.
  */
 
-const COMMA = 44;
 const QUOTE = 34;
 const LF = 10;
 const CR = 13;
@@ -41,10 +44,40 @@ export class CsvTokenizer {
   flags = new Uint8Array(0);
   /** Rows read before the current chunk (for error messages). */
   rowsBefore = 0;
+  /** Whether the header was one quoted field (then a one-column header is surely meant). */
+  headerQuoted = false;
+  private readonly delim: number;
+  /** The largest of the delimiter and the line breaks: one comparison skips most characters. */
+  private readonly stopMax: number;
+  private readonly comment: string | undefined;
+  private readonly commentFirst: number;
+  private readonly padShortRows: boolean;
 
-  constructor(text: string) {
+  constructor(text: string, dialect: CsvDialect = DEFAULT_DIALECT) {
     this.text = text;
     if (text.charCodeAt(0) === 0xfeff) this.pos = 1;
+    this.delim = dialect.delimiter.charCodeAt(0);
+    this.stopMax = Math.max(this.delim, LF, CR);
+    this.comment = dialect.comment;
+    this.commentFirst = dialect.comment === undefined ? -1 : dialect.comment.charCodeAt(0);
+    this.padShortRows = dialect.padShortRows;
+  }
+
+  /** Where the line that holds `pos` ends (its line break, or the end of the text). */
+  private lineEnd(pos: number): number {
+    const s = this.text;
+    const len = s.length;
+    while (pos < len) {
+      const c = s.charCodeAt(pos);
+      if (c === LF || c === CR) break;
+      pos++;
+    }
+    return pos;
+  }
+
+  /** Whether a record starting at `pos` is a comment line. */
+  private isComment(pos: number, c: number): boolean {
+    return c === this.commentFirst && this.text.startsWith(this.comment!, pos);
   }
 
   /**
@@ -54,15 +87,18 @@ export class CsvTokenizer {
   readHeader(cellBudget: number, maxChunkRows: number): string[] | undefined {
     const s = this.text;
     const len = s.length;
+    const delim = this.delim;
     let pos = this.pos;
     while (pos < len) {
       const c = s.charCodeAt(pos);
       if (c === LF) pos++;
       else if (c === CR) pos++;
+      else if (this.isComment(pos, c)) pos = this.lineEnd(pos);
       else break;
     }
     if (pos >= len) return undefined;
     const names: string[] = [];
+    let quoted = 0;
     for (;;) {
       let c = s.charCodeAt(pos);
       if (c === QUOTE) {
@@ -82,21 +118,22 @@ export class CsvTokenizer {
           break;
         }
         names.push(value);
+        quoted++;
         c = pos < len ? s.charCodeAt(pos) : -1;
-        if (c !== COMMA && c !== LF && c !== CR && c !== -1) {
+        if (c !== delim && c !== LF && c !== CR && c !== -1) {
           throw this.error(pos, 'unexpected character after a closing quote on line %LINE% (a quote inside a quoted field must be doubled)');
         }
       } else {
         const start = pos;
         while (pos < len) {
           c = s.charCodeAt(pos);
-          if (c === COMMA || c === LF || c === CR) break;
+          if (c === delim || c === LF || c === CR) break;
           pos++;
         }
         if (pos >= len) c = -1;
         names.push(s.slice(start, pos));
       }
-      if (c === COMMA) {
+      if (c === delim) {
         pos++;
         continue;
       }
@@ -109,6 +146,7 @@ export class CsvTokenizer {
       break;
     }
     this.pos = pos;
+    this.headerQuoted = names.length === 1 && quoted === 1;
     this.ncols = names.length;
     this.chunkRows = Math.max(1, Math.min(maxChunkRows, Math.floor(cellBudget / names.length)));
     const cells = this.chunkRows * this.ncols;
@@ -139,6 +177,9 @@ export class CsvTokenizer {
     const starts = this.starts;
     const ends = this.ends;
     const flags = this.flags;
+    const delim = this.delim;
+    const stopMax = this.stopMax;
+    const commentFirst = this.commentFirst;
     let pos = this.pos;
     let row = from;
     while (row < upTo && pos < len) {
@@ -146,6 +187,10 @@ export class CsvTokenizer {
       if (c === LF || c === CR) {
         // A blank line.
         pos++;
+        continue;
+      }
+      if (c === commentFirst && this.isComment(pos, c)) {
+        pos = this.lineEnd(pos);
         continue;
       }
       const recordStart = pos;
@@ -176,15 +221,15 @@ export class CsvTokenizer {
             break;
           }
           c = pos < len ? s.charCodeAt(pos) : -1;
-          if (c !== COMMA && c !== LF && c !== CR && c !== -1) {
+          if (c !== delim && c !== LF && c !== CR && c !== -1) {
             throw this.error(pos, 'unexpected character after a closing quote on line %LINE% (a quote inside a quoted field must be doubled)');
           }
         } else {
           const start = pos;
           while (pos < len) {
             c = s.charCodeAt(pos);
-            // Every delimiter and line break is ≤ ',': one comparison for most characters.
-            if (c <= COMMA && (c === COMMA || c === LF || c === CR)) break;
+            // One comparison for most characters (every stop is ≤ stopMax).
+            if (c <= stopMax && (c === delim || c === LF || c === CR)) break;
             pos++;
           }
           if (pos >= len) c = -1;
@@ -193,7 +238,7 @@ export class CsvTokenizer {
           flags[idx] = 0;
         }
         col++;
-        if (c === COMMA) {
+        if (c === delim) {
           pos++;
           continue;
         }
@@ -206,8 +251,20 @@ export class CsvTokenizer {
         break;
       }
       if (col !== ncols) {
-        this.pos = pos;
-        throw this.error(recordStart, `line %LINE% has ${col} field${col === 1 ? '' : 's'}, but the header has ${ncols}`);
+        if (!this.padShortRows) {
+          this.pos = pos;
+          throw this.error(
+            recordStart,
+            `line %LINE% has ${col} field${col === 1 ? '' : 's'}, but the header has ${ncols} (pass { padShortRows: true } to read missing fields as nulls)`,
+          );
+        }
+        // Missing fields are empty cells: nulls.
+        for (; col < ncols; col++) {
+          const idx = col * cap + row;
+          starts[idx] = pos;
+          ends[idx] = pos;
+          flags[idx] = 0;
+        }
       }
       row++;
     }

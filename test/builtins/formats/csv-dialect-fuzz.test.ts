@@ -89,3 +89,54 @@ t.test('a lone surrogate in the text is written as U+FFFD', async (t) => {
   const r = csv2parquet('a\nx\ud800y\n"\udc00"');
   t.equal(csvOf(parquet2csv(r.base64)), 'a\nx\ufffdy\n\ufffd\n');
 });
+
+t.test('random delimiters, comment lines and short rows: csv-parse with the same options agrees cell for cell', async (t) => {
+  const rand = rng(20250301);
+  const delimiters = ['\t', ';', '|', ' ', ','];
+  let checked = 0;
+  for (let i = 0; i < 200; i++) {
+    const d = delimiters[i % delimiters.length]!;
+    // Cells may hold the delimiter, '#' (data in the middle of a line) and line breaks.
+    const table = randomTable(rand).map((row) => row.map((cell) => (rand() < 0.15 ? `${cell}${d}#${cell}` : cell)));
+    const header = table[0]!.map((_, c) => `c${c}`);
+    const eol = rand() < 0.5 ? '\n' : '\r\n';
+    const quote = (cell: string, first: boolean) =>
+      cell.includes(d) || /["\r\n]/.test(cell) || (first && cell.startsWith('#')) || (cell !== '' && rand() < 0.2) ? `"${cell.replaceAll('"', '""')}"` : cell;
+    const lines: string[] = [];
+    if (rand() < 0.5) lines.push('# a comment before the header');
+    lines.push(header.join(d));
+    for (const row of table) {
+      if (rand() < 0.2) lines.push(`#${rand() < 0.5 ? ' comment' : ''}${d}with the delimiter`);
+      // A short row: trailing fields left out (at least one field stays).
+      const keep = rand() < 0.3 ? 1 + Math.floor(rand() * row.length) : row.length;
+      lines.push(
+        row
+          .slice(0, keep)
+          .map((cell, c) => quote(cell, c === 0))
+          .join(d),
+      );
+    }
+    const csv = lines.join(eol) + (rand() < 0.5 ? eol : '');
+    const parsed = parse(csv, {
+      delimiter: d,
+      comment: '#',
+      comment_no_infix: true,
+      relax_column_count_less: true,
+      skip_empty_lines: true,
+      relax_quotes: true,
+    }) as string[][];
+    const expected = parsed.map((row) => [...row, ...Array<string>(header.length - row.length).fill('')]);
+    const r = csv2parquet(csv, { delimiter: d, comment: '#', padShortRows: true });
+    if (!r.success) {
+      t.fail(`csv2parquet failed on ${JSON.stringify(csv)} with ${JSON.stringify(d)}: ${r.error}`);
+      continue;
+    }
+    const back = parse(csvOf(parquet2csv(r.base64)), { skip_empty_lines: true }) as string[][];
+    if (JSON.stringify(back) !== JSON.stringify(expected)) {
+      t.same(back, expected, `round trip of ${JSON.stringify(csv)} with ${JSON.stringify(d)}`);
+      continue;
+    }
+    checked++;
+  }
+  t.equal(checked, 200, 'all 200 agree with csv-parse');
+});

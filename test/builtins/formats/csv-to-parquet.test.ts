@@ -214,7 +214,11 @@ t.test('malformed CSV: success false with a message that says where', async (t) 
   const cases: [string, string, string][] = [
     ['unclosed quote', 'a,b\n1,x\n2,"never closed\n3,z\n', 'malformed CSV: a quoted field is never closed (its opening quote is on line 3)'],
     ['unclosed quote in the header', 'a,"b\n1,2', 'malformed CSV: a quoted field is never closed (its opening quote is on line 1)'],
-    ['too few fields', 'a,b\n1,x\n2\n', 'malformed CSV: line 3 has 1 field, but the header has 2'],
+    [
+      'too few fields',
+      'a,b\n1,x\n2\n',
+      'malformed CSV: line 3 has 1 field, but the header has 2 (pass { padShortRows: true } to read missing fields as nulls)',
+    ],
     ['too many fields', 'a,b\n1,x,extra\n', "malformed CSV: line 2 has more fields than the header's 2"],
     ['ragged after a multi-line field', 'a,b\n1,"x\ny"\n2,y,z\n', "malformed CSV: line 4 has more fields than the header's 2"],
     [
@@ -338,7 +342,11 @@ t.test('chunks read a block of rows at a time: boundaries, blank lines, multi-li
   const line = before.split('\n').length + 1;
   t.ok(line > 30_000, `line ${line}, in the second chunk`);
   const ragged = `${before}\n1,2\n${lines.slice(30_000).join('\n')}`;
-  t.same(csv2parquet(ragged), { base64: '', success: false, error: `malformed CSV: line ${line} has 2 fields, but the header has 3` });
+  t.same(csv2parquet(ragged), {
+    base64: '',
+    success: false,
+    error: `malformed CSV: line ${line} has 2 fields, but the header has 3 (pass { padShortRows: true } to read missing fields as nulls)`,
+  });
   const unclosed = `${before}\n5,"open,1\n${lines.slice(30_000).join('\n')}`;
   t.match(csv2parquet(unclosed).error, /^malformed CSV: /, 'an unclosed quote far down');
 });

@@ -66,7 +66,7 @@ t.test('bad input: success false, or a guest error that code can catch', async (
   const malformed = await runCode(runner, "return ld.csv2parquet('a,b\\n1,\"open')");
   t.same(malformed.result, { base64: '', success: false, error: 'malformed CSV: a quoted field is never closed (its opening quote is on line 2)' });
   const ragged = await runCode(runner, "return ld.csv2parquet('a,b\\n1\\n').error");
-  t.same(ragged.result, 'malformed CSV: line 2 has 1 field, but the header has 2');
+  t.same(ragged.result, 'malformed CSV: line 2 has 1 field, but the header has 2 (pass { padShortRows: true } to read missing fields as nulls)');
   const notParquet = await runCode(runner, "return ld.parquet2csv(btoa('definitely not parquet'))");
   t.same(notParquet.result, { base64: '', success: false, error: 'the data is not a Parquet file (it must start and end with "PAR1")' });
   const notArrow = await runCode(
@@ -84,6 +84,43 @@ t.test('bad input: success false, or a guest error that code can catch', async (
   t.same(uncaught.error, { kind: ErrorKind.THROWN, name: 'TypeError', message: 'ld.json2csv: item 0 of the array is a number, not an object' });
   const badOption = await runCode(runner, "return ld.csv2parquet('a\\n1', {compression: 'lzo'})");
   t.same(badOption.error?.name, 'RangeError');
+  const badDelimiter = await runCode(
+    runner,
+    "try { ld.csv2parquet('a;b\\n1;2', {delimiter: ';;'}); return 'no error' } catch (e) { return [e.name, e.message, e instanceof RangeError] }",
+  );
+  t.same(badDelimiter.result, [
+    'RangeError',
+    "ld.csv2parquet: options.delimiter must be a single character such as ',', ';', '|' or '\\t', got ';;' (2 characters)",
+    true,
+  ]);
+  const misspelt = await runCode(runner, "return ld.csv2parquet('a;b\\n1;2', {delimeter: ';'})");
+  t.same(misspelt.error, {
+    kind: ErrorKind.THROWN,
+    name: 'TypeError',
+    message: "ld.csv2parquet: unknown option 'delimeter' (the options are compression, delimiter, comment, padShortRows)",
+  });
+  const oneColumn = await runCode(runner, "return ld.csv2parquet('a;b\\n1;2').error");
+  t.same(oneColumn.result, "the header has no ',' but 1 semicolon: pass { delimiter: ';' } (or quote the header name to keep one column)");
+});
+
+t.test('csv2parquet dialect options from user code: a tab-separated file with comments and a short row', async (t) => {
+  const code =
+    "const tsv = '# exported\\nid\\tname\\tscore\\n1\\tAda\\t2.0\\n# skipped\\n2\\tGrace\\n';" +
+    " return ld.csv2parquet(tsv, {delimiter: '\\t', comment: '#', padShortRows: true})";
+  const r = (await runCode(runner, code)).result as { base64: string; success: boolean };
+  t.equal(r.success, true);
+  const path = duck.file(r.base64);
+  t.same(await duck.describe(path), [
+    ['id', 'BIGINT'],
+    ['name', 'VARCHAR'],
+    ['score', 'DOUBLE'],
+  ]);
+  t.same(await duck.rows(`SELECT * FROM read_parquet('${path}')`), [
+    ['1', 'Ada', 2],
+    ['2', 'Grace', null],
+  ]);
+  const back = await runCode(runner, `return atob(ld.parquet2csv(${JSON.stringify(r.base64)}).base64)`);
+  t.equal(back.result, 'id,name,score\n1,Ada,2.0\n2,Grace,\n', 'the float column reads back as 2.0');
 });
 
 t.test('a huge CSV beyond the memory limit: a clear error, and the sandbox still serves', async (t) => {

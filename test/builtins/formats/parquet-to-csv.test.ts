@@ -35,7 +35,7 @@ t.test('a DuckDB file with LIST columns and the common types gives the exact CSV
     [
       'i32,i64,f64,b,s,d,ts,tstz,li,ls,li32',
       '1,10,1.5,true,plain,2021-06-24,2021-06-24T11:14:52.123456,2021-06-24T11:14:52Z,"[1, 2]","[""urgent"", ""x, y"", ""say \\""hi\\""""]","[1, null]"',
-      ',-9223372036854775808,0,false,"a,b""c\nd",1969-12-31,1969-12-31T23:59:59,,[],[],',
+      ',-9223372036854775808,0.0,false,"a,b""c\nd",1969-12-31,1969-12-31T23:59:59,,[],[],',
       '-2,9223372036854775807,1e+300,,"",,,2000-01-01T00:00:00.5Z,,"[null, """"]",[3]',
       '',
     ].join('\n'),
@@ -149,8 +149,8 @@ t.test('csv2parquet → parquet2csv: cells come back, lists as bracketed lists',
   const csv = 'id,name,score,ok,tags,nums,empty\n1,"a, b",1.50,TRUE,"[""x"",""y, z""]","[1,2]",\n2,"say ""hi""",2,false,[],[ ],\n';
   t.equal(
     csvOf(parquet2csv(csv2parquet(csv).base64)),
-    'id,name,score,ok,tags,nums,empty\n1,"a, b",1.5,true,"[""x"", ""y, z""]","[1, 2]",\n2,"say ""hi""",2,false,[],[],\n',
-    'text is canonical: 1.50 → 1.5, TRUE → true, list spacing',
+    'id,name,score,ok,tags,nums,empty\n1,"a, b",1.5,true,"[""x"", ""y, z""]","[1, 2]",\n2,"say ""hi""",2.0,false,[],[],\n',
+    'text is canonical: 1.50 → 1.5, 2 in a float column → 2.0, TRUE → true, list spacing',
   );
 });
 
