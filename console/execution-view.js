@@ -101,7 +101,7 @@ function executionPage(e, actions) {
       ['Started', `${formatTime(e.startedAt)}${e.startedAt ? ` (queued ${formatDuration(e.createdAt, e.startedAt)})` : ''}`],
       ['Finished', `${formatTime(e.finishedAt)}${e.finishedAt ? ` (ran ${formatDuration(e.startedAt, e.finishedAt)})` : ''}`],
       ['Attempts', String(e.attempts ?? 0)],
-      ['Cost', `${e.costUnits ?? '0'} units`],
+      ['Cost', `${e.costUnits ?? '0'} unit${e.costUnits === '1' ? '' : 's'}`],
     ]),
     triggerSection(e.trigger),
     h(

@@ -95,7 +95,7 @@ function row(e, names) {
     h('td', {}, link(e.id, 'executions', e.id)),
     h('td', {}, name === undefined ? '' : h('span', { class: 'name' }, name, ' '), h('code', {}, e.workflowId)),
     h('td', {}, h('span', { class: `status ${statusWord(e.status)}` }, statusWord(e.status))),
-    h('td', {}, formatTime(e.createdAt)),
+    h('td', { class: 'time' }, formatTime(e.createdAt)),
     h('td', { class: 'num' }, formatDuration(e.startedAt, e.finishedAt)),
     h('td', { class: 'error-cell' }, e.error ?? ''),
   );

@@ -27,7 +27,7 @@ const yesNo = (b) => (b ? 'yes' : 'no');
 function webhookCells(webhook = {}) {
   const signature = webhook.authMethod === 'AUTH_METHOD_SIGNATURE';
   return [
-    h('td', {}, h('code', { class: 'url' }, webhook.url ?? '')),
+    h('td', { class: 'url' }, h('code', { class: 'url' }, webhook.url ?? '')),
     h('td', {}, enumWord(webhook.authMethod)),
     h('td', {}, signature ? enumWord(webhook.signaturePreset) : '-'),
     h('td', {}, yesNo(webhook.hasSecret), webhook.previousSecretExpiresAt ? ` (previous until ${formatTime(webhook.previousSecretExpiresAt)})` : ''),
