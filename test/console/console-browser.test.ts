@@ -6,7 +6,7 @@
  * and logs; Replay makes a new execution that appears in the list; Cancel stops a running one; a token that
  * stops working mid-session goes back to the login form. Every wait is on a condition in the page.
  *
- * LDBOX_CONSOLE_SCREENSHOTS=docs/console writes the README's screenshots there (PNG) while the test runs.
+ * LDBOX_TEST_CONSOLE_SCREENSHOTS=docs/console writes the README's screenshots there (PNG) while the test runs.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,7 +16,7 @@ import { createFlow, getExecution, stackFixture, waitForFinish } from '../execut
 import { ADMIN_TOKEN, hook, rpc } from '../gateway/harness.js';
 import { startChromium } from '../helpers/chromium.js';
 
-const SCREENSHOTS = process.env.LDBOX_CONSOLE_SCREENSHOTS;
+const SCREENSHOTS = process.env.LDBOX_TEST_CONSOLE_SCREENSHOTS;
 
 async function screenshot(page: Page, name: string): Promise<void> {
   if (!SCREENSHOTS) return;
@@ -200,10 +200,35 @@ t.test('the web console in Chromium', async (t) => {
     t.equal((await getExecution(base, spinId)).status, 'EXECUTION_STATUS_CANCELLED');
   });
 
-  await t.test('an unknown execution id: a message, not a blank page', async (t) => {
+  await t.test("a workflow's executions link lists that workflow only", async (t) => {
+    await page.click('a[data-nav=workflows]');
+    await page.locator(`#workflows tr[data-workflow-id="${fine.id}"] a`).click();
+    await executionRow(succeededId).waitFor();
+    t.match(page.url(), new RegExp(`#/executions\\?workflow=${fine.id}$`));
+    t.same(await page.locator('#executions tbody tr').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.executionId)), [succeededId]);
+    t.equal(await page.locator('select[name=workflow]').inputValue(), fine.id, 'the form shows the workflow in use');
+  });
+
+  await t.test('hostile or wrong addresses: a message, not a blank page, and nothing made of them', async (t) => {
     await page.goto(`${base}/console/#/executions/ex_00000000000000000000000000`);
     await page.locator('#view .error').waitFor();
     t.match(await page.locator('#view .error').textContent(), /not_found/);
+
+    const markup = '<img src=x onerror="window.__xss=3">';
+    await page.goto(`${base}/console/#/executions/${encodeURIComponent(markup)}`);
+    await page.locator('#view .error').waitFor();
+    t.match(await page.locator('#view .error').textContent(), /invalid_argument/);
+    t.equal(await page.locator('#view h1 code').textContent(), markup, 'the id in the address shows as text');
+
+    await page.goto(`${base}/console/#/executions?status=failed,bogus&after=yesterday`);
+    await page.locator('#list-status .error').waitFor();
+    t.equal(
+      await page.locator('#list-status .error').textContent(),
+      'The filters in the address are not valid: unknown status "bogus"; "after" is not a time: "yesterday".',
+    );
+    t.equal(await page.locator('#executions tbody tr').count(), 0, 'no call with filters it could not read');
+    t.equal(await page.locator('img').count(), 0);
+    t.equal(await page.evaluate(() => (window as any).__xss), undefined);
   });
 
   await t.test('a token that stops working goes back to the login form with a message', async (t) => {
