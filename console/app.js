@@ -75,7 +75,8 @@ function showView() {
   nav.hidden = false;
   logout.hidden = false;
   for (const a of nav.querySelectorAll('a')) a.classList.toggle('active', a.dataset.nav === route.nav);
-  route.render({ signal: controller.signal, fail }).catch(fail);
+  // Through a promise: a render that throws at once (a malformed `%` in the address) is reported like any failure.
+  Promise.resolve({ signal: controller.signal, fail }).then(route.render).catch(fail);
 }
 
 loginForm.addEventListener('submit', async (event) => {

@@ -16,7 +16,7 @@
  * on its own control-plane calls. Tests: test/http/static-files.test.ts.
  */
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { type Dirent, readdirSync, readFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { answerThenDiscard } from './discard-body.js';
@@ -62,7 +62,7 @@ export interface StaticFiles {
 /** Reads the folder's servable files; a missing folder serves nothing (every path under the prefix is 404). */
 export function loadStaticFiles(dir: string): Map<string, StaticFile> {
   const files = new Map<string, StaticFile>();
-  let entries: import('node:fs').Dirent[];
+  let entries: Dirent[];
   try {
     entries = readdirSync(dir, { withFileTypes: true });
   } catch (err) {
