@@ -38,7 +38,7 @@ export const CONSOLE_HEADERS: Readonly<Record<string, string>> = {
   'cross-origin-opener-policy': 'same-origin',
 };
 
-/** The console's files, read once (from `dir`, the repository's `console/` unless a test says otherwise). */
-export function createConsoleRoute(dir: string = CONSOLE_DIR): StaticFiles {
-  return createStaticFiles({ prefix: CONSOLE_PREFIX, dir, headers: CONSOLE_HEADERS });
+/** The console's files, read once from {@link CONSOLE_DIR}. */
+export function createConsoleRoute(): StaticFiles {
+  return createStaticFiles({ prefix: CONSOLE_PREFIX, dir: CONSOLE_DIR, headers: CONSOLE_HEADERS });
 }
