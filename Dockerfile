@@ -46,6 +46,8 @@ COPY bin ./bin
 COPY --from=build /app/dist/src ./dist/src
 COPY --from=build /app/dist/runner ./dist/runner
 COPY --from=build /app/dist/gateway ./dist/gateway
+# The gateway's web console (/console/): static files, read from here at start.
+COPY console ./console
 
 ENV LDBOX_GATEWAY_HOST=0.0.0.0 \
     LDBOX_EXECUTOR_HOST=0.0.0.0 \

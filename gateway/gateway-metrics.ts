@@ -2,7 +2,7 @@
  * Prometheus metrics of the gateway (`GET /metrics`), on a registry of its own (several gateways in one
  * test process must not collide on prom-client's global registry):
  * - `ldbox_gateway_requests_total{route,status}`: every answered request; `route` is `webhook`,
- *   `control_plane`, `healthz`, `readyz`, `metrics` or `other` (never the raw path: ids would explode
+ *   `control_plane`, `console` (the web console's files), `healthz`, `readyz`, `metrics` or `other` (never the raw path: ids would explode
  *   the label set);
  * - `ldbox_gateway_enqueue_seconds{outcome}`: the JetStream publish of a webhook job until its PubAck
  *   (or failure: `unavailable`, `full`, `too_large`, `rejected`);
@@ -13,7 +13,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
-export type RouteLabel = 'webhook' | 'control_plane' | 'healthz' | 'readyz' | 'metrics' | 'other';
+export type RouteLabel = 'webhook' | 'control_plane' | 'console' | 'healthz' | 'readyz' | 'metrics' | 'other';
 
 export interface GatewayMetrics {
   registry: Registry;

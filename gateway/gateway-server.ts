@@ -1,6 +1,8 @@
 /**
  * The gateway: one node:http (HTTP/1.1) server that routes
  * - `/api/hooks/workflows/<id>` → the webhook route (webhook-handler.ts);
+ * - `/console`, `/console/…` → the web console's static files, without a token (console-route.ts; the
+ *   page's own control-plane calls carry the admin token);
  * - `/healthz`, `/readyz`, `/metrics` → the ops routes (src/http/ops-routes.ts); `/readyz` is 200 only when
  *   NATS is connected, the stream and buckets are set up and the workflow and workspace caches are loaded;
  * - everything else → connect-node (`WorkflowService`, `WorkspaceService`; control-plane.ts), whose
@@ -29,6 +31,7 @@ import { http1ServerOptions, limitHttp1Server } from '../src/http/connection-lim
 import { answerThenDiscard } from '../src/http/discard-body.js';
 import { createOpsRoutes, type OpsRoutes } from '../src/http/ops-routes.js';
 import { listenOrUndo } from '../src/http/server-helpers.js';
+import type { StaticRoute } from '../src/http/static-files.js';
 import { type Grace, RoleLifecycle, type RoleState } from '../src/lifecycle/role-lifecycle.js';
 import { connectNats, type ConnectNatsOptions, type NatsClient } from '../src/nats/connect.js';
 import { JobPublisher } from '../src/nats/job-publisher.js';
@@ -51,6 +54,7 @@ import {
   sendUnauthenticated,
   UNAUTHENTICATED_BODY_BYTES,
 } from './control-plane.js';
+import { createConsoleRoute } from './console-route.js';
 import { createGatewayMetrics, type GatewayMetrics, type RouteLabel } from './gateway-metrics.js';
 import { ClusterRateLimiter, RATE_LIMITS_BUCKET } from './cluster-rate-limiter.js';
 import { keepProtoKeysInRequests, requestBytesContext } from './request-proto-keys.js';
@@ -171,7 +175,9 @@ class GatewayRole extends RoleLifecycle implements Gateway {
       observeEnqueue: (s: number, outcome: string) => this.#metrics.enqueue(s, outcome),
     };
     const ops = createOpsRoutes({ ready: () => this.ready(), readyDetails: () => this.#readyDetails(), registry: this.#metrics.registry, log });
-    const route = this.#router(webhookDeps, ops);
+    const consoleFiles = createConsoleRoute();
+    if (consoleFiles.names.length === 0) log.warn('the web console has no files (the console/ folder is missing): /console answers 404');
+    const route = this.#router(webhookDeps, ops, consoleFiles.route);
     this.#server = http.createServer(http1ServerOptions(config.http), route);
     limitHttp1Server(this.#server, config.http);
   }
@@ -270,8 +276,8 @@ class GatewayRole extends RoleLifecycle implements Gateway {
     };
   }
 
-  /** The request handler: webhooks, then the ops routes, then the control plane (token checked on the head). */
-  #router(webhookDeps: WebhookDeps, ops: OpsRoutes): http.RequestListener {
+  /** The request handler: webhooks, the ops routes, the console's files, then the control plane (token checked on the head). */
+  #router(webhookDeps: WebhookDeps, ops: OpsRoutes, consoleFiles: StaticRoute): http.RequestListener {
     const config = this.#config;
     const connectHandler = connectNodeAdapter({
       connect: true,
@@ -306,6 +312,10 @@ class GatewayRole extends RoleLifecycle implements Gateway {
       const opsRoute = ops(req, res);
       if (opsRoute !== undefined) {
         seen.route = opsRoute;
+        return;
+      }
+      if (consoleFiles(req, res, target.pathname)) {
+        seen.route = 'console';
         return;
       }
       const input = CONTROL_PLANE_INPUTS.get(target.pathname);
