@@ -5,6 +5,7 @@
  * says what to use instead. Nothing is added to the realm: the spec allows only the listed globals, and
  * the realm each call starts from stays byte-identical (test/runner/error-hints.test.ts).
  */
+import { INSTEAD, NO_MODULES } from '../../src/guest/left-out-globals.js';
 
 /** What the guest offers, to suggest the closest name: `ld.*` names and the sandbox's own globals. */
 export interface SandboxNames {
@@ -12,23 +13,8 @@ export interface SandboxNames {
   globals: readonly string[];
 }
 
-/** Globals of Node or a browser that the sandbox leaves out on purpose, and what to use instead. */
-const INSTEAD: Readonly<Record<string, string>> = {
-  console: 'use ld.log(...)',
-  fetch: 'use ld.request({ method, url, ... })',
-  XMLHttpRequest: 'use ld.request({ method, url, ... })',
-  setTimeout: 'use await ld.wait(ms)',
-  setInterval: 'use await ld.wait(ms) in a loop',
-  setImmediate: 'use await ld.wait(0)',
-  require: 'there are no modules: the code is a function body, and the built-ins are on ld',
-  module: 'there are no modules: the code is a function body that returns its result',
-  exports: 'there are no modules: the code is a function body that returns its result',
-};
-
 /** Words that may stand right before a call expression (`return f(`, `await ld.wait(`). */
 const KEYWORDS_BEFORE_A_CALL = new Set(['return', 'await', 'typeof', 'void', 'yield', 'throw', 'case', 'in', 'of', 'else', 'do', 'delete']);
-
-const NO_MODULES = 'there are no modules: the code is a function body, and the built-ins are on ld';
 
 /**
  * The message to report for an error that ended a call, or `message` itself when there is nothing to

@@ -1,5 +1,6 @@
 import type * as TypeScript from 'typescript';
 import { missingFields } from './missing-fields.js';
+import { INSTEAD, NO_MODULES } from '../guest/left-out-globals.js';
 
 /** The result kinds a check knows (runner.proto ResultKind; `ldbox run --kind`). */
 export const CHECK_KINDS = ['generic', 'files', 'native-search', 'native-download'] as const;
@@ -31,26 +32,6 @@ export interface IntegrationChecker {
   /** Checks each file on its own (no file sees another's names); problems in file order, then by position. */
   check(files: readonly CodeFile[], kind: CheckKind): CheckProblem[];
 }
-
-/** The sandbox's answer to `import` and `export` (runner/sandbox/error-hints.ts says the same at run time). */
-export const NO_MODULES = 'there are no modules: the code is a function body, and the built-ins are on ld';
-
-/**
- * Globals of Node or a browser that the sandbox leaves out on purpose, and what to use instead: the same
- * advice the sandbox gives at run time (runner/sandbox/error-hints.ts; test/cli/ldbox-check.test.ts keeps
- * the two in step). TypeScript's own advice ("change the lib option to include 'dom'") would mislead.
- */
-export const INSTEAD: Readonly<Record<string, string>> = {
-  console: 'use ld.log(...)',
-  fetch: 'use ld.request({ method, url, ... })',
-  XMLHttpRequest: 'use ld.request({ method, url, ... })',
-  setTimeout: 'use await ld.wait(ms)',
-  setInterval: 'use await ld.wait(ms) in a loop',
-  setImmediate: 'use await ld.wait(0)',
-  require: NO_MODULES,
-  module: 'there are no modules: the code is a function body that returns its result',
-  exports: 'there are no modules: the code is a function body that returns its result',
-};
 
 /** "Cannot find name 'x'", with TypeScript's suggestions of a lib or @types package. */
 const CANNOT_FIND_NAME = new Set([2304, 2580, 2581, 2582, 2583, 2584, 2591, 2592, 2593]);
