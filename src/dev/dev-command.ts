@@ -149,6 +149,7 @@ export async function runDev(env: Env, io: DevIo, stop: Promise<void>, options: 
         '',
         `ldbox dev is ${gateway.ready() && executor.ready() ? 'ready' : 'starting (not ready yet: see the logs)'}:`,
         `  gateway   ${gatewayUrl}   webhooks at /api/hooks/workflows/<id>, control plane, /metrics`,
+        `  console   ${gatewayUrl}/console/   log in with the admin token below`,
         `  runner    ${runnerUrl}  gRPC, gRPC-Web and Connect; /metrics`,
         `  executor  http://127.0.0.1:${executor.port}   /healthz /readyz /metrics`,
         `  NATS      ${natsSettings.shown}${nats || cluster ? `   user ${LOCAL_NATS_USER}, password in ${join(dataDir, 'nats-password')}; data in ${join(dataDir, cluster ? 'nats-cluster' : 'nats')}` : ' (NATS_URL)'}`,

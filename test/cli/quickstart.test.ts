@@ -63,6 +63,11 @@ t.test('ldbox dev runs everything; the README quickstart works against it; Ctrl-
   t.ok(gateway, 'the gateway URL is printed');
   t.match(out, /runner +http:\/\/127\.0\.0\.1:\d+/);
   t.match(out, /executor +http:\/\/127\.0\.0\.1:\d+/);
+  const consoleUrl = /console +(http:\/\/127\.0\.0\.1:\d+\/console\/)/.exec(out)?.[1];
+  t.equal(consoleUrl, `${gateway}/console/`, 'the console URL is printed');
+  const page = await fetch(consoleUrl!);
+  t.equal(page.status, 200, 'and the console is served there');
+  t.match(page.headers.get('content-type'), /^text\/html/);
   t.match(out, /NATS +nats:\/\/127\.0\.0\.1:\d+/);
   const token = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
   t.match(out, token, 'the generated admin token is printed and kept in the data dir');
