@@ -132,16 +132,23 @@ declare namespace ld {
     comment?: string;
     /** Records with fewer fields than the header get nulls for the rest (default false: such a record is an error). */
     padShortRows?: boolean;
+    /**
+     * Default true: a column of ISO dates (`2024-02-29`) becomes a DATE column, of ISO date-times
+     * (`2024-02-29T12:34:56.5`, `2024-02-29 12:34:56+01`) a TIMESTAMP column (µs, or ns for 7–9 fraction
+     * digits; UTC when the cells carry a zone). false keeps them as text.
+     */
+    inferDates?: boolean;
   }
 
   /**
-   * Column types are inferred (int64, float64, boolean, string, lists). A bad option throws (TypeError /
+   * Column types are inferred (int64, float64, boolean, date, timestamp, string, lists). A bad option throws (TypeError /
    * RangeError); bad data gives `success: false`, e.g. a one-column header that holds tabs or `;`.
    */
   function csv2parquet(csvText: string, options?: Csv2ParquetOptions): ConversionResult;
   /**
    * The CSV comes back base64-encoded, always `,`-separated. Written so that csv2parquet reads it back
-   * with the same column types: whole floats as `1.0`, int64 exactly, lists as `[1, 2]`.
+   * with the same column types: whole floats as `1.0`, int64 exactly, lists as `[1, 2]`, dates as
+   * `2024-02-29`, timestamps as ISO 8601 with their full fraction (`Z` when zoned).
    */
   function parquet2csv(base64Parquet: string): ConversionResult;
   /** Arrow IPC stream bytes in, base64 Parquet out. Throws on bad input. */

@@ -2,7 +2,7 @@
  * Bench-only: a deterministic CSV of mixed columns for bench/formats, written to a file in pieces.
  *
  * 12 columns: id (int), user (short text), amount (float), active (bool), visits (int with empty
- * cells), created (ISO date, stays text), city (text with non-Latin-1 names, so the JS string is
+ * cells), created (ISO date, a DATE column), city (text with non-Latin-1 names, so the JS string is
  * two-byte as in real data), comment (quoted text with commas, quotes and line breaks), scores
  * (a list of ints, `"[1, 2, 3]"`), tags (a list of strings, `"[""a"", ""x, y""]"`), ratio (float with
  * empty cells), note (mostly empty text).

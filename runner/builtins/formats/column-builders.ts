@@ -1,7 +1,26 @@
 import type { Data, DataType, Field } from 'apache-arrow';
 import { boolValue, NUM_FLOAT, NUM_INT, numberKind, parseFloatSpan, Utf8Sink, writeInt64 } from './cell-parsers.js';
-import { type ColumnType, itemOf, kindOf, type ListItemSink, parseList, T_BOOL, T_FLOAT, T_INT, T_LIST, T_NULL, T_STRING } from './column-types.js';
+import {
+  type ColumnType,
+  dateCellType,
+  itemOf,
+  kindOf,
+  type ListItemSink,
+  parseList,
+  T_BOOL,
+  T_DATE,
+  T_FLOAT,
+  T_INT,
+  T_LIST,
+  T_NULL,
+  T_STRING,
+  T_TIMESTAMP,
+  TS_NANOS,
+  TS_ZONED,
+  timestampFits,
+} from './column-types.js';
 import { type CsvTokenizer, ESCAPED } from './csv-tokenizer.js';
+import { parsedDate, writeScaled } from './date-cells.js';
 import { arrowLib } from './format-libs.js';
 
 /**
@@ -126,6 +145,10 @@ function columnBuilder(tok: CsvTokenizer, col: number, capacity: number, type: C
       return new StringBuilder(tok, col, capacity, arena);
     case T_LIST:
       return new ListBuilder(tok, col, capacity, itemOf(type), arena);
+    case T_DATE:
+      return new DateBuilder(tok, col, capacity, arena);
+    case T_TIMESTAMP:
+      return new TimestampBuilder(tok, col, capacity, type, arena);
     default:
       throw new Error(`unknown column type ${type}`);
   }
@@ -145,6 +168,10 @@ export function arrowType(type: ColumnType): DataType {
       const item = itemOf(type);
       return new A.List(new A.Field('item', arrowType(item === T_NULL ? T_STRING : item), true) as Field);
     }
+    case T_DATE:
+      return new A.DateDay();
+    case T_TIMESTAMP:
+      return new A.Timestamp(type & TS_NANOS ? A.TimeUnit.NANOSECOND : A.TimeUnit.MICROSECOND, type & TS_ZONED ? 'UTC' : null);
     default:
       return new A.Utf8();
   }
@@ -317,6 +344,86 @@ class FloatBuilder extends SpanReader implements ColumnBuilder {
   finish(n: number): Data {
     const A = arrowLib();
     return A.makeData({ type: new A.Float64(), length: n, nullCount: this.nulls, nullBitmap: bitsFor(this.valid, n), data: this.values.subarray(0, n) });
+  }
+}
+
+class DateBuilder extends SpanReader implements ColumnBuilder {
+  private readonly valid: Uint8Array;
+  private readonly values: Int32Array;
+
+  constructor(tok: CsvTokenizer, col: number, capacity: number, arena: ChunkArena) {
+    super(tok, col);
+    this.valid = arena.bitmap(`${col}v`, capacity);
+    // Zeroed: null slots hold 0 so that the output is deterministic.
+    this.values = arena.int32(`${col}d`, capacity, true);
+  }
+
+  rows(r0: number, r1: number): boolean {
+    const { s, base, starts, ends, flags, valid, values } = this;
+    for (let r = r0; r < r1; r++) {
+      const a = starts[base + r]!;
+      const b = ends[base + r]!;
+      if (a === b) {
+        this.nulls++;
+        continue;
+      }
+      if (flags[base + r]! & ESCAPED || dateCellType(s, a, b) !== T_DATE) return false;
+      values[r] = parsedDate.days;
+      valid[r >> 3]! |= 1 << (r & 7);
+    }
+    return true;
+  }
+
+  finish(n: number): Data {
+    const A = arrowLib();
+    return A.makeData({ type: new A.DateDay(), length: n, nullCount: this.nulls, nullBitmap: bitsFor(this.valid, n), data: this.values.subarray(0, n) });
+  }
+}
+
+/** A timestamp column in microseconds or nanoseconds (see column-types.ts for the unit and zone). */
+class TimestampBuilder extends SpanReader implements ColumnBuilder {
+  private readonly valid: Uint8Array;
+  private readonly big: BigInt64Array;
+  private readonly lohi: Int32Array;
+  private readonly perSecond: number;
+  private readonly nanosPerUnit: number;
+
+  constructor(
+    tok: CsvTokenizer,
+    col: number,
+    capacity: number,
+    private readonly type: ColumnType,
+    arena: ChunkArena,
+  ) {
+    super(tok, col);
+    this.valid = arena.bitmap(`${col}v`, capacity);
+    this.big = arena.int64(`${col}i`, capacity);
+    this.lohi = new Int32Array(this.big.buffer, this.big.byteOffset, 2 * capacity);
+    const nanos = (type & TS_NANOS) !== 0;
+    this.perSecond = nanos ? 1e9 : 1e6;
+    this.nanosPerUnit = nanos ? 1 : 1000;
+  }
+
+  rows(r0: number, r1: number): boolean {
+    const { s, base, starts, ends, flags, valid, lohi, type, perSecond, nanosPerUnit } = this;
+    for (let r = r0; r < r1; r++) {
+      const a = starts[base + r]!;
+      const b = ends[base + r]!;
+      if (a === b) {
+        this.nulls++;
+        continue;
+      }
+      if (flags[base + r]! & ESCAPED || !timestampFits(type, dateCellType(s, a, b))) return false;
+      writeScaled(parsedDate.seconds, perSecond, parsedDate.nanos / nanosPerUnit, lohi, r);
+      valid[r >> 3]! |= 1 << (r & 7);
+    }
+    return true;
+  }
+
+  finish(n: number): Data {
+    const A = arrowLib();
+    const type = arrowType(this.type) as InstanceType<typeof A.Timestamp>;
+    return A.makeData({ type, length: n, nullCount: this.nulls, nullBitmap: bitsFor(this.valid, n), data: this.big.subarray(0, n) });
   }
 }
 

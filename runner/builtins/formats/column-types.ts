@@ -1,25 +1,45 @@
 import { boolValue, NUM_FLOAT, NUM_INT, numberKind } from './cell-parsers.js';
 import { type CsvTokenizer, ESCAPED } from './csv-tokenizer.js';
+import { DATE_DAY, DATE_NONE, DATE_TIME_ZONED, dateCell, fitsNanoseconds, parsedDate } from './date-cells.js';
 
 /**
  * Per-column type inference of csv2parquet. A column type is a small number: the kind in the low
- * four bits and, for a list, the item kind in the next four. Types only widen, along
+ * four bits and, for a list, the item kind in the next four (for a timestamp, its flags). Types only
+ * widen, along
  *
- *     null → bool | int → float → string          list<null> → list<bool | int → float | string>
+ *     null → bool | int → float | date | timestamp → string          list<null> → list<bool | int → float | string>
  *
  * and any other meeting point (bool with int, a list with a scalar, a list of numbers with a list
- * of strings) makes the column a string column, which keeps every cell's text exactly. An empty
- * cell (quoted or not, as DuckDB's `allow_quoted_nulls`) is a null and fits every type. A column
- * that holds only nulls is written as a string column, and a list column whose lists are all
- * empty as list<string>. Dates and timestamps are not inferred: they stay strings.
+ * of strings, a date with a timestamp) makes the column a string column, which keeps every cell's
+ * text exactly. An empty cell (quoted or not, as DuckDB's `allow_quoted_nulls`) is a null and fits
+ * every type. A column that holds only nulls is written as a string column, and a list column whose
+ * lists are all empty as list<string>.
+ *
+ * Dates and timestamps (date-cells.ts for the grammar): a column of dates is date32; a column of
+ * date-times is a timestamp in microseconds, or nanoseconds when some fraction has 7–9 significant
+ * digits, with time zone UTC when its cells carry a zone (`Z`, `+01:00`) and none when they do not.
+ * A column that mixes dates with date-times, or zoned with unzoned date-times, stays text, as does a
+ * nanosecond column with a value outside 1677–2262 (the int64 nanosecond range): each of these would
+ * need a guess or lose a value. (DuckDB's sniffer also keeps dates mixed with date-times as VARCHAR.)
  */
-
 export const T_NULL = 0;
 export const T_BOOL = 1;
 export const T_INT = 2;
 export const T_FLOAT = 3;
 export const T_STRING = 4;
 export const T_LIST = 5;
+export const T_DATE = 6;
+export const T_TIMESTAMP = 7;
+
+/** Timestamp flags (bits 4–7 of a T_TIMESTAMP type). */
+/** Some fraction has more than 6 significant digits: the column is in nanoseconds. */
+export const TS_NANOS = 16;
+/** Some value lies outside the int64 nanosecond range (1677–2262). */
+export const TS_WIDE = 32;
+/** Cells with a zone (the column is UTC) … */
+export const TS_ZONED = 64;
+/** … and cells without one: both at once is text. */
+export const TS_NAIVE = 128;
 
 export type ColumnType = number;
 
@@ -40,6 +60,12 @@ export function joinTypes(a: ColumnType, b: ColumnType): ColumnType {
   if (a === T_NULL) return b;
   const ka = kindOf(a);
   const kb = kindOf(b);
+  if (ka === T_TIMESTAMP || kb === T_TIMESTAMP) {
+    if (ka !== kb) return T_STRING;
+    const t = a | b;
+    if ((t & TS_NANOS && t & TS_WIDE) || (t & TS_ZONED && t & TS_NAIVE)) return T_STRING;
+    return t;
+  }
   if (ka === T_LIST && kb === T_LIST) {
     const item = joinItems(itemOf(a), itemOf(b));
     return item < 0 ? T_STRING : listOf(item);
@@ -58,15 +84,43 @@ export function writtenType(t: ColumnType): ColumnType {
   return t;
 }
 
-const KIND_NAMES = ['null', 'boolean', 'int64', 'float64', 'string'];
-
-/** A readable name (`int64`, `list<string>`), for errors and tests. */
-export function typeName(t: ColumnType): string {
-  return kindOf(t) === T_LIST ? `list<${KIND_NAMES[itemOf(t)]}>` : KIND_NAMES[t]!;
+/**
+ * Whether a cell of type `c` can be stored as it is in a column of timestamp type `t` (a column
+ * builder's check): same zone rule, no finer unit; a value outside 1677–2262 only matters in
+ * nanoseconds.
+ */
+export function timestampFits(t: ColumnType, c: ColumnType): boolean {
+  if (kindOf(c) !== T_TIMESTAMP) return false;
+  const extra = c & ~t;
+  return extra === 0 || (extra === TS_WIDE && (t & TS_NANOS) === 0);
 }
 
-/** The type of one non-empty cell `s[a, b)`; `escaped` when it holds `""` pairs. */
-export function cellType(s: string, a: number, b: number, escaped: boolean): ColumnType {
+const KIND_NAMES = ['null', 'boolean', 'int64', 'float64', 'string', 'list', 'date32'];
+
+/** A readable name (`int64`, `list<string>`, `timestamp[us, UTC]`), for errors and tests. */
+export function typeName(t: ColumnType): string {
+  const k = kindOf(t);
+  if (k === T_LIST) return `list<${KIND_NAMES[itemOf(t)]}>`;
+  if (k === T_TIMESTAMP) return `timestamp[${t & TS_NANOS ? 'ns' : 'us'}${t & TS_ZONED ? ', UTC' : ''}]`;
+  return KIND_NAMES[t]!;
+}
+
+/** The type of a date or date-time cell `s[a, b)` (date-cells.ts), or T_STRING. */
+export function dateCellType(s: string, a: number, b: number): ColumnType {
+  const k = dateCell(s, a, b);
+  if (k === DATE_NONE) return T_STRING;
+  if (k === DATE_DAY) return T_DATE;
+  let t = T_TIMESTAMP | (k === DATE_TIME_ZONED ? TS_ZONED : TS_NAIVE);
+  if (parsedDate.fractionDigits > 6) t |= TS_NANOS;
+  if (!fitsNanoseconds(parsedDate.seconds, parsedDate.nanos)) t |= TS_WIDE;
+  return t;
+}
+
+/**
+ * The type of one non-empty cell `s[a, b)`; `escaped` when it holds `""` pairs; `dates` false when
+ * dates and timestamps are not inferred (csv2parquet's `inferDates: false`).
+ */
+export function cellType(s: string, a: number, b: number, escaped: boolean, dates = true): ColumnType {
   const c = s.charCodeAt(a);
   if (c === 91 /* [ */) {
     const item = parseList(s, a, b, undefined, escaped);
@@ -75,14 +129,17 @@ export function cellType(s: string, a: number, b: number, escaped: boolean): Col
   if (escaped) return T_STRING;
   if (c === 45 || (c >= 48 && c <= 57) || c === 78 || c === 73) {
     const k = numberKind(s, a, b);
-    return k === NUM_INT ? T_INT : k === NUM_FLOAT ? T_FLOAT : T_STRING;
+    if (k === NUM_INT) return T_INT;
+    if (k === NUM_FLOAT) return T_FLOAT;
+    return dates && c !== 78 && c !== 73 ? dateCellType(s, a, b) : T_STRING;
   }
+  if (c === 43 /* + */) return dates ? dateCellType(s, a, b) : T_STRING;
   if ((c | 32) === 116 || (c | 32) === 102) return boolValue(s, a, b) >= 0 ? T_BOOL : T_STRING;
   return T_STRING;
 }
 
 /** Joins the types of `n` cells of column `col` of the tokenizer's current chunk into `t`. */
-export function classifyColumn(tok: CsvTokenizer, col: number, n: number, t: ColumnType): ColumnType {
+export function classifyColumn(tok: CsvTokenizer, col: number, n: number, t: ColumnType, dates = true): ColumnType {
   const s = tok.text;
   const base = col * tok.chunkRows;
   const starts = tok.starts;
@@ -92,7 +149,7 @@ export function classifyColumn(tok: CsvTokenizer, col: number, n: number, t: Col
     const a = starts[base + r]!;
     const b = ends[base + r]!;
     if (a === b) continue;
-    t = joinTypes(t, cellType(s, a, b, (flags[base + r]! & ESCAPED) !== 0));
+    t = joinTypes(t, cellType(s, a, b, (flags[base + r]! & ESCAPED) !== 0, dates));
   }
   return t;
 }

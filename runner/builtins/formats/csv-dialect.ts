@@ -16,6 +16,8 @@ import { type CompressionName, compressionOption } from './parquet-codecs.js';
  *   by default, as in DuckDB (`null_padding = false`: a short row is an error) and unlike pandas
  *   (which pads): a short row is often a sign of a wrong delimiter or a broken export, and padding it
  *   silently would hide that. A record with more fields than the header is always refused.
+ * - `inferDates` (default true): columns of ISO dates / date-times become date32 / timestamp columns
+ *   (column-types.ts). `false` keeps them as text, as csv2parquet did before it inferred them.
  *
  * Wrong types are TypeErrors, values out of range RangeErrors, and an unknown option name is a
  * TypeError that lists the names (a misspelt `delimeter` would otherwise be ignored silently).
@@ -31,17 +33,19 @@ export const DEFAULT_DIALECT: CsvDialect = { delimiter: ',', comment: undefined,
 export interface Csv2ParquetOptions {
   compression: CompressionName;
   dialect: CsvDialect;
+  /** Whether date and date-time columns are typed (else they are text). */
+  inferDates: boolean;
 }
 
 const FN = 'ld.csv2parquet';
-const OPTION_NAMES = ['compression', 'delimiter', 'comment', 'padShortRows'];
+const OPTION_NAMES = ['compression', 'delimiter', 'comment', 'padShortRows', 'inferDates'];
 /** Longest comment prefix: real ones are `#`, `//`, `--`, `%`; a longer one is a mistake. */
 export const MAX_COMMENT_CHARS = 16;
 
 /** Reads csv2parquet's `options` argument; throws a GuestFacingError naming the first problem. */
 export function csv2parquetOptions(options: unknown): Csv2ParquetOptions {
   const compression = compressionOption(FN, options);
-  if (options === undefined || options === null) return { compression, dialect: DEFAULT_DIALECT };
+  if (options === undefined || options === null) return { compression, dialect: DEFAULT_DIALECT, inferDates: true };
   const o = options as Record<string, unknown>;
   for (const key of Object.keys(o)) {
     if (!OPTION_NAMES.includes(key)) {
@@ -50,8 +54,9 @@ export function csv2parquetOptions(options: unknown): Csv2ParquetOptions {
   }
   const delimiter = readDelimiter(o['delimiter']);
   const comment = readComment(o['comment'], delimiter);
-  const padShortRows = readPadShortRows(o['padShortRows']);
-  return { compression, dialect: { delimiter, comment, padShortRows } };
+  const padShortRows = readFlag('padShortRows', o['padShortRows'], false);
+  const inferDates = readFlag('inferDates', o['inferDates'], true);
+  return { compression, dialect: { delimiter, comment, padShortRows }, inferDates };
 }
 
 function readDelimiter(v: unknown): string {
@@ -92,9 +97,9 @@ function readComment(v: unknown, delimiter: string): string | undefined {
   return v;
 }
 
-function readPadShortRows(v: unknown): boolean {
-  if (v === undefined || v === null) return false;
-  if (typeof v !== 'boolean') throw new GuestFacingError('TypeError', `${FN}: options.padShortRows must be true or false, got ${describeValue(v)}`);
+function readFlag(name: string, v: unknown, fallback: boolean): boolean {
+  if (v === undefined || v === null) return fallback;
+  if (typeof v !== 'boolean') throw new GuestFacingError('TypeError', `${FN}: options.${name} must be true or false, got ${describeValue(v)}`);
   return v;
 }
 

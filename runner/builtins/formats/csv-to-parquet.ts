@@ -1,7 +1,7 @@
 import type { Field, RecordBatch } from 'apache-arrow';
 import { type BuiltinContext, GuestFacingError, type SyncBuiltin } from '../guest-boundary.js';
 import { arrowType, BLOCK_ROWS, ChunkArena, ChunkBuilder } from './column-builders.js';
-import { classifyColumn, type ColumnType, kindOf, T_FLOAT, T_INT, T_NULL, T_STRING, typeName, writtenType } from './column-types.js';
+import { classifyColumn, type ColumnType, kindOf, T_DATE, T_FLOAT, T_INT, T_NULL, T_STRING, T_TIMESTAMP, typeName, writtenType } from './column-types.js';
 import { checkDeadline, ConversionInputError, describeValue, FORMAT_LIMITS, MiB, tooManyColumns } from './conversion-guard.js';
 import { type CsvDialect, csv2parquetOptions, DEFAULT_DIALECT, otherDelimiterHint } from './csv-dialect.js';
 import { CsvTokenizer } from './csv-tokenizer.js';
@@ -18,10 +18,13 @@ import { ParquetWriteError, writeParquetFromIpc } from './parquet-writer.js';
  *   Empty header names become `column<i>` (0-based position) and repeated ones get `_1`, `_2`, …
  * - `options.compression`: uncompressed, snappy, gzip, brotli, lz4 (written as LZ4_RAW), zstd (default).
  * - `options.delimiter` (one character, `,` by default), `options.comment` (a prefix: lines that start
- *   with it are skipped), `options.padShortRows` (short records get nulls): see csv-dialect.ts.
- * - Each column gets the narrowest of int64, float64, boolean, string, list<…> that fits every cell
- *   (see column-types.ts); bracketed list cells (`[1, 2]`, `["a", "b"]`) become Parquet LIST columns;
- *   empty cells are nulls. The CSV dialect is described in csv-tokenizer.ts.
+ *   with it are skipped), `options.padShortRows` (short records get nulls), `options.inferDates`
+ *   (default true; false keeps dates and timestamps as text): see csv-dialect.ts.
+ * - Each column gets the narrowest of int64, float64, boolean, date32, timestamp, string, list<…>
+ *   that fits every cell (see column-types.ts); bracketed list cells (`[1, 2]`, `["a", "b"]`) become
+ *   Parquet LIST columns; ISO dates (`2024-02-29`) DATE columns and ISO date-times TIMESTAMP
+ *   columns (µs, or ns for finer fractions; UTC when the cells carry a zone); empty cells are nulls.
+ *   The CSV dialect is described in csv-tokenizer.ts.
  *
  * Failures: data that cannot be converted (malformed CSV, a ragged row, no header, a one-column
  * header that holds another usual delimiter, over the size cap, more than FORMAT_LIMITS.maxColumns
@@ -31,7 +34,7 @@ import { ParquetWriteError, writeParquetFromIpc } from './parquet-writer.js';
  *
  * Round trips keep the column types csv2parquet writes: parquet2csv writes every value so that this
  * function reads it back as the same type and value (a whole float as `1.0`, int64 exactly, lists as
- * bracketed lists; see arrow-csv-cells.ts). Test: test/builtins/formats/round-trip-types.test.ts.
+ * bracketed lists, dates and timestamps as ISO 8601 with their full fraction; see arrow-csv-cells.ts). Test: test/builtins/formats/round-trip-types.test.ts.
  *
  * The CSV is read in chunks of at most CHUNK_ROWS rows: each chunk is typed, built straight into
  * Arrow arrays and written as one Parquet row group at once, so only one chunk is alive. Column types
@@ -44,10 +47,10 @@ export const csv2parquet: SyncBuiltin = (args, ctx) => {
   if (typeof input !== 'string' && !(input instanceof Uint8Array)) {
     throw new GuestFacingError('TypeError', `ld.csv2parquet(csvText, options?) takes the CSV as a string, got ${describeValue(input)}`);
   }
-  const { compression, dialect } = csv2parquetOptions(args[1]);
+  const { compression, dialect, inferDates } = csv2parquetOptions(args[1]);
   try {
     const text = csvText(input);
-    const parquet = csvToParquet(text, compression, ctx, undefined, dialect);
+    const parquet = csvToParquet(text, compression, ctx, undefined, dialect, inferDates);
     return { base64: Buffer.from(parquet.buffer, parquet.byteOffset, parquet.byteLength).toString('base64'), success: true };
   } catch (err) {
     if (err instanceof ConversionInputError) return { base64: '', success: false, error: err.message };
@@ -97,14 +100,15 @@ export function csvToParquet(
   ctx: BuiltinContext,
   stats?: CsvConversionStats,
   dialect: CsvDialect = DEFAULT_DIALECT,
+  inferDates = true,
 ): Uint8Array {
   if (text.length > FORMAT_LIMITS.maxCsvChars) throw new ConversionInputError(tooLarge(text.length));
   const t0 = performance.now();
   const timing = { parquetMs: 0, ipcBytes: 0 };
-  let encoded = encodeCsv(text, dialect, ctx, compression, undefined, timing, stats);
+  let encoded = encodeCsv(text, dialect, inferDates, ctx, compression, undefined, timing, stats);
   if (Array.isArray(encoded)) {
     if (stats) stats.restarts++;
-    encoded = encodeCsv(text, dialect, ctx, compression, encoded, timing, stats);
+    encoded = encodeCsv(text, dialect, inferDates, ctx, compression, encoded, timing, stats);
     if (Array.isArray(encoded)) throw new Error('csv2parquet: the column types changed after the final typing pass');
   }
   if (stats) {
@@ -130,6 +134,7 @@ export function emptyStats(): CsvConversionStats {
 function encodeCsv(
   text: string,
   dialect: CsvDialect,
+  inferDates: boolean,
   ctx: BuiltinContext,
   compression: CompressionName,
   fixed: ColumnType[] | undefined,
@@ -150,7 +155,7 @@ function encodeCsv(
   const names = uniqueNames(header);
   let n = tok.nextChunk();
   const types: ColumnType[] = fixed ? fixed.slice() : header.map(() => T_NULL);
-  if (!fixed) for (let c = 0; c < ncols; c++) types[c] = classifyColumn(tok, c, n, T_NULL);
+  if (!fixed) for (let c = 0; c < ncols; c++) types[c] = classifyColumn(tok, c, n, T_NULL, inferDates);
   const plainColumns = names.filter((_, c) => mostlyDistinct(tok, c, n, types[c]!));
   const fields = names.map((name, c) => new A.Field(name, arrowType(writtenType(types[c]!)), true) as Field);
   const schema = new A.Schema(fields);
@@ -175,7 +180,7 @@ function encodeCsv(
     checkDeadline(ctx);
     const chunk = new ChunkBuilder(tok, types, arena);
     for (;;) {
-      if (!chunk.buildTo(n)) return finalTypes(tok, types, n, ctx);
+      if (!chunk.buildTo(n)) return finalTypes(tok, types, n, ctx, inferDates);
       if (n === cap) break;
       const more = tok.readRows(n, Math.min(cap, n + BLOCK_ROWS));
       if (more === n) break;
@@ -215,7 +220,7 @@ function writeChunk(ipc: Uint8Array, compression: CompressionName, plainColumns:
  */
 function mostlyDistinct(tok: CsvTokenizer, col: number, n: number, type: ColumnType): boolean {
   const k = kindOf(type);
-  if (k !== T_INT && k !== T_FLOAT && k !== T_STRING) return false;
+  if (k !== T_INT && k !== T_FLOAT && k !== T_STRING && k !== T_TIMESTAMP && k !== T_DATE) return false;
   const base = col * tok.chunkRows;
   const step = Math.max(1, Math.floor(n / 4096));
   const seen = new Set<string>();
@@ -241,11 +246,11 @@ function mostlyDistinct(tok: CsvTokenizer, col: number, n: number, type: ColumnT
 }
 
 /** Classifies the current chunk and every remaining one: the types the whole CSV needs. */
-function finalTypes(tok: CsvTokenizer, types: ColumnType[], n: number, ctx: BuiltinContext): ColumnType[] {
+function finalTypes(tok: CsvTokenizer, types: ColumnType[], n: number, ctx: BuiltinContext, inferDates: boolean): ColumnType[] {
   const out = types.slice();
   while (n > 0) {
     checkDeadline(ctx);
-    for (let c = 0; c < out.length; c++) if (out[c] !== T_STRING) out[c] = classifyColumn(tok, c, n, out[c]!);
+    for (let c = 0; c < out.length; c++) if (out[c] !== T_STRING) out[c] = classifyColumn(tok, c, n, out[c]!, inferDates);
     n = tok.nextChunk();
   }
   return out;

@@ -38,7 +38,7 @@ t.test('weather-stations.tsv: tab, # comments before the header and between rows
     ['longitude', 'DOUBLE'],
     ['elevation_m', 'BIGINT'],
     ['active', 'BOOLEAN'],
-    ['opened', 'VARCHAR'],
+    ['opened', 'DATE'],
     ['precip_mm', 'DOUBLE'],
     ['remarks', 'VARCHAR'],
   ]);
@@ -66,7 +66,7 @@ t.test('orders-eu.csv: semicolons, CRLF, a quoted ;, a short row; decimal commas
     ['amount_eur', 'VARCHAR'],
     ['quantity', 'BIGINT'],
     ['paid', 'BOOLEAN'],
-    ['ordered_at', 'VARCHAR'],
+    ['ordered_at', 'TIMESTAMP'],
     ['note', 'VARCHAR'],
   ]);
   t.same(await rowsOf(path), [
@@ -295,8 +295,16 @@ t.test('wrong option values: a TypeError or RangeError with the exact rule', asy
     ],
     [{ padShortRows: 'true' }, ['TypeError', 'ld.csv2parquet: options.padShortRows must be true or false, got a string']],
     [{ padShortRows: 1 }, ['TypeError', 'ld.csv2parquet: options.padShortRows must be true or false, got a number']],
-    [{ delimeter: ';' }, ['TypeError', "ld.csv2parquet: unknown option 'delimeter' (the options are compression, delimiter, comment, padShortRows)"]],
-    [{ sep: '\t', delimiter: '\t' }, ['TypeError', "ld.csv2parquet: unknown option 'sep' (the options are compression, delimiter, comment, padShortRows)"]],
+    [{ inferDates: 'false' }, ['TypeError', 'ld.csv2parquet: options.inferDates must be true or false, got a string']],
+    [{ inferDates: 0 }, ['TypeError', 'ld.csv2parquet: options.inferDates must be true or false, got a number']],
+    [
+      { delimeter: ';' },
+      ['TypeError', "ld.csv2parquet: unknown option 'delimeter' (the options are compression, delimiter, comment, padShortRows, inferDates)"],
+    ],
+    [
+      { sep: '\t', delimiter: '\t' },
+      ['TypeError', "ld.csv2parquet: unknown option 'sep' (the options are compression, delimiter, comment, padShortRows, inferDates)"],
+    ],
     [';', ['TypeError', "ld.csv2parquet: options must be an object like {compression: 'zstd'}, got a string"]],
     [
       { compression: 'zstd', delimiter: 0 },
@@ -310,7 +318,7 @@ t.test('wrong option values: a TypeError or RangeError with the exact rule', asy
       JSON.stringify(options),
     );
   t.same(
-    thrown(() => csv2parquet('a\n1\n', { delimiter: null, comment: undefined, padShortRows: null })),
+    thrown(() => csv2parquet('a\n1\n', { delimiter: null, comment: undefined, padShortRows: null, inferDates: null })),
     'no error',
     'null and undefined mean the default',
   );
@@ -330,17 +338,17 @@ t.test('hostile option values: messages stay short, nothing is echoed at length,
   );
   t.same(
     thrown(() => csv2parquet('a\n1\n', { [huge]: 1 })),
-    ['TypeError', "ld.csv2parquet: unknown option 'xxxxxxxxxxxxxxxxxxxx…' (the options are compression, delimiter, comment, padShortRows)"],
+    ['TypeError', "ld.csv2parquet: unknown option 'xxxxxxxxxxxxxxxxxxxx…' (the options are compression, delimiter, comment, padShortRows, inferDates)"],
   );
   t.same(
     thrown(() => csv2parquet('a\n1\n', { "it's\u0000": 1 })),
-    ['TypeError', "ld.csv2parquet: unknown option 'it\\'s\\u0000' (the options are compression, delimiter, comment, padShortRows)"],
+    ['TypeError', "ld.csv2parquet: unknown option 'it\\'s\\u0000' (the options are compression, delimiter, comment, padShortRows, inferDates)"],
     'control characters and quotes are escaped',
   );
   const manyKeys = Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`k${i}`, i]));
   t.same(
     thrown(() => csv2parquet('a\n1\n', manyKeys)),
-    ['TypeError', "ld.csv2parquet: unknown option 'k0' (the options are compression, delimiter, comment, padShortRows)"],
+    ['TypeError', "ld.csv2parquet: unknown option 'k0' (the options are compression, delimiter, comment, padShortRows, inferDates)"],
   );
   // A comment that matches every line, and a delimiter that never occurs: clear results, no hang.
   t.same(csv2parquet('x\n'.repeat(100_000), { comment: 'x' }), failure('the CSV is empty: it needs at least a header row'));

@@ -40,7 +40,7 @@ const MIXED_TYPES: [string, string][] = [
   ['nums', 'BIGINT[]'],
   ['floats', 'DOUBLE[]'],
   ['empty', 'VARCHAR'],
-  ['when', 'VARCHAR'],
+  ['when', 'DATE'],
 ];
 
 const MIXED_ROWS = [
@@ -113,7 +113,12 @@ t.test('type inference per column', async (t) => {
     ['.5 stays text', ['.5'], 'VARCHAR'],
     ['booleans in any case', ['true', 'FALSE', 'True', ''], 'BOOLEAN'],
     ['booleans and numbers', ['true', '1'], 'VARCHAR'],
-    ['dates stay text', ['2021-01-01', '2021-01-02'], 'VARCHAR'],
+    ['dates', ['2021-01-01', '2021-01-02', ''], 'DATE'],
+    ['date-times', ['2021-01-01T00:00:00', '2021-01-02 12:00'], 'TIMESTAMP'],
+    ['date-times with a zone', ['2021-01-01T00:00:00Z', '2021-01-02 12:00:00+02'], 'TIMESTAMP WITH TIME ZONE'],
+    ['date-times with 9 fraction digits', ['2021-01-01T00:00:00.123456789', '2021-01-02T00:00:00'], 'TIMESTAMP_NS'],
+    ['dates and date-times: text', ['2021-01-01', '2021-01-02T00:00:00'], 'VARCHAR'],
+    ['not a calendar date: text', ['2021-01-01', '2021-02-29'], 'VARCHAR'],
     ['only empty cells', ['', ''], 'VARCHAR'],
     ['quoted empty is null too', ['""', '1'], 'BIGINT'],
     ['quoted numbers are numbers', ['"12"', '3'], 'BIGINT'],

@@ -97,7 +97,7 @@ t.test('bad input: success false, or a guest error that code can catch', async (
   t.same(misspelt.error, {
     kind: ErrorKind.THROWN,
     name: 'TypeError',
-    message: "ld.csv2parquet: unknown option 'delimeter' (the options are compression, delimiter, comment, padShortRows)",
+    message: "ld.csv2parquet: unknown option 'delimeter' (the options are compression, delimiter, comment, padShortRows, inferDates)",
   });
   const oneColumn = await runCode(runner, "return ld.csv2parquet('a;b\\n1;2').error");
   t.same(oneColumn.result, "the header has no ',' but 1 semicolon: pass { delimiter: ';' } (or quote the header name to keep one column)");

@@ -5,7 +5,11 @@
  * parquet2csv wrote `1` (runner/builtins/formats/byte-writer.ts `floatText`).
  *
  * What a CSV cannot carry is checked as such: integer widths come back as int64, float32 as float64,
- * and dates and timestamps as their ISO text in a string column (csv2parquet does not infer them).
+ * millisecond and second timestamps as microseconds (the same instants).
+ *
+ * Dates and timestamps (the second case that forced this file: a DATE or TIMESTAMP column came back as
+ * text): DATE, TIMESTAMP, TIMESTAMPTZ and TIMESTAMP_NS written by DuckDB come back with the same type
+ * and value, and so do the CSVs DuckDB writes itself (space separator, `+00` offsets).
  */
 import * as A from 'apache-arrow';
 import t from 'tap';
@@ -43,7 +47,8 @@ const EVERY_TYPE_TYPES: [string, string][] = [
   ['f', 'DOUBLE'],
   ['whole', 'DOUBLE'],
   ['b', 'BOOLEAN'],
-  ['d', 'VARCHAR'],
+  ['d', 'DATE'],
+  // Zoned (`Z`, `+01:00`) and unzoned date-times in one column: text, nothing guessed.
   ['ts', 'VARCHAR'],
   ['s', 'VARCHAR'],
   ['li', 'BIGINT[]'],
@@ -108,17 +113,16 @@ t.test('parquet (DuckDB) → csv → parquet: every type comes back as the type 
     ['li', 'BIGINT[]'],
     ['ls', 'VARCHAR[]'],
     ['lb', 'BOOLEAN[]'],
-    ['d', 'VARCHAR'],
-    ['ts', 'VARCHAR'],
+    ['d', 'DATE'],
+    ['ts', 'TIMESTAMP'],
     ['fl', 'DOUBLE'],
     ['i32', 'BIGINT'],
   ]);
-  // What CSV keeps exactly is compared as is; dates and timestamps by casting their text back,
-  // float32 at float32 precision. An empty string is read back as null (csv2parquet's rule for an
+  // What CSV keeps exactly is compared as is, float32 at float32 precision. An empty string is read back as null (csv2parquet's rule for an
   // empty cell, quoted or not), so s is compared with that rule applied; inside a list it stays ''.
   const same = (from: string) =>
     `SELECT i, whole, f, b, ${from === source ? "nullif(s, '')" : 's'}, lwhole, li, ls, lb,
-       d::DATE, ts::TIMESTAMP, fl::FLOAT, i32::BIGINT FROM read_parquet('${from}')`;
+       d, ts, fl::FLOAT, i32::BIGINT FROM read_parquet('${from}')`;
   t.same(await difference(same(source), same(back)), [[0, 0]], 'the same rows');
   t.same(
     await duck.rows(`SELECT whole::VARCHAR, signbit(whole) FROM read_parquet('${back}') ORDER BY i NULLS LAST`),
@@ -192,11 +196,93 @@ t.test('arrow → parquet → csv → parquet: the same types where CSV can carr
     ['f32', 'DOUBLE'],
     ['b', 'BOOLEAN'],
     ['s', 'VARCHAR'],
-    ['d', 'VARCHAR'],
+    ['d', 'DATE'],
     ['lf', 'DOUBLE[]'],
     ['ls', 'VARCHAR[]'],
   ]);
   // The text '[1, 2]' in a string column stays a string: the column has other text too.
-  const same = (path: string) => `SELECT whole, f, i64, i16::BIGINT, f32::FLOAT, b, s, d::DATE, lf, ls FROM read_parquet('${path}')`;
+  const same = (path: string) => `SELECT whole, f, i64, i16::BIGINT, f32::FLOAT, b, s, d, lf, ls FROM read_parquet('${path}')`;
   t.same(await difference(same(first), same(back)), [[0, 0]], 'the same rows');
+});
+
+t.test('parquet (DuckDB) DATE / TIMESTAMP / TIMESTAMPTZ / TIMESTAMP_NS → csv → parquet: the same types and instants', async (t) => {
+  const source = duck.path();
+  // Leap days, before 1970 and after 2038, the first and last day DuckDB's DATE shows with four
+  // digits, µs and ns fractions, zones other than UTC (stored as the UTC instant), nulls.
+  await duck.run(`COPY (SELECT * FROM (VALUES
+      (DATE '2024-02-29', TIMESTAMP '2024-02-29 12:34:56.789012', TIMESTAMPTZ '2024-02-29 12:34:56.5+01', TIMESTAMP_NS '2021-01-01 00:00:00.123456789', TIMESTAMP_NS '2021-01-01 00:00:00.5', TIMESTAMP_MS '2021-01-01 00:00:00.123', TIMESTAMP_S '2021-01-01 00:00:01'),
+      (DATE '2000-02-29', TIMESTAMP '1969-12-31 23:59:59.999999', TIMESTAMPTZ '1900-01-01 00:00:00-05:30', TIMESTAMP_NS '1969-12-31 23:59:59.999999999', TIMESTAMP_NS '1970-01-01 00:00:00', TIMESTAMP_MS '1969-12-31 23:59:59.999', TIMESTAMP_S '1900-01-01 00:00:00'),
+      (DATE '0001-01-01', TIMESTAMP '0001-01-01 00:00:00', TIMESTAMPTZ '2100-12-31 23:59:59.999999+00', TIMESTAMP_NS '2200-06-30 12:00:00.000000001', NULL, NULL, TIMESTAMP_S '2100-01-01 00:00:00'),
+      (DATE '9999-12-31', TIMESTAMP '9999-12-31 23:59:59.999999', TIMESTAMPTZ '2038-01-19 03:14:08+00', TIMESTAMP_NS '1700-01-01 00:00:00.000000001', TIMESTAMP_NS '2262-04-11 23:47:16', TIMESTAMP_MS '2500-01-01 00:00:00.001', NULL),
+      (DATE '1969-12-31', TIMESTAMP '2038-01-19 03:14:08.000001', NULL, NULL, NULL, TIMESTAMP_MS '1600-02-29 00:00:00', TIMESTAMP_S '1600-02-29 00:00:00'),
+      (NULL, NULL, NULL, NULL, NULL, NULL, NULL)
+    ) t(d, ts, tz, ns, ns_coarse, ms, s)) TO '${source}' (FORMAT PARQUET)`);
+  t.same(await duck.describe(source), [
+    ['d', 'DATE'],
+    ['ts', 'TIMESTAMP'],
+    ['tz', 'TIMESTAMP WITH TIME ZONE'],
+    ['ns', 'TIMESTAMP_NS'],
+    ['ns_coarse', 'TIMESTAMP_NS'],
+    ['ms', 'TIMESTAMP'],
+    ['s', 'TIMESTAMP'],
+  ]);
+  const csv = csvOf(parquet2csv(duck.read(source)));
+  t.equal(
+    csv.split('\n')[1],
+    '2024-02-29,2024-02-29T12:34:56.789012,2024-02-29T11:34:56.5Z,2021-01-01T00:00:00.123456789,2021-01-01T00:00:00.5,2021-01-01T00:00:00.123,2021-01-01T00:00:01',
+    'the texts parquet2csv writes',
+  );
+  const back = duck.file(toParquet(t, csv));
+  t.same(
+    await duck.describe(back),
+    [
+      ['d', 'DATE'],
+      ['ts', 'TIMESTAMP'],
+      ['tz', 'TIMESTAMP WITH TIME ZONE'],
+      ['ns', 'TIMESTAMP_NS'],
+      // No value needs more than µs: read back as µs, the unit of DuckDB's TIMESTAMP.
+      ['ns_coarse', 'TIMESTAMP'],
+      ['ms', 'TIMESTAMP'],
+      ['s', 'TIMESTAMP'],
+    ],
+    'the same types (a ns column whose fractions fit µs comes back in µs)',
+  );
+  t.same(await difference(`SELECT * FROM read_parquet('${source}')`, `SELECT * FROM read_parquet('${back}')`), [[0, 0]], 'the same values');
+  t.same(
+    await duck.rows(`SELECT epoch_ns(ns)::VARCHAR, epoch_us(tz)::VARCHAR FROM read_parquet('${back}') WHERE d = DATE '2000-02-29'`),
+    [['-1', '-2208969000000000']],
+    'one nanosecond before 1970, and 1900-01-01 00:00 at -05:30 as its UTC instant',
+  );
+  t.same(
+    await duck.rows(`SELECT count(*)::INT FROM read_parquet('${back}') WHERE d IS NULL AND ts IS NULL AND tz IS NULL AND ns IS NULL`),
+    [[1]],
+    'empty cells are nulls',
+  );
+  t.equal(csvOf(parquet2csv(duck.read(back))), csv, 'and the second CSV equals the first');
+});
+
+t.test("DuckDB's own CSV (space separator, +00 offsets) → csv2parquet: the types DuckDB's sniffer gives, the same values", async (t) => {
+  await duck.run(`CREATE TABLE dated AS SELECT * FROM (VALUES
+      (DATE '2024-02-29', TIMESTAMP '2024-02-29 12:34:56.789', TIMESTAMPTZ '2024-02-29 12:34:56.5+01', TIMESTAMP '1969-07-20 20:17:40'),
+      (DATE '1901-12-13', TIMESTAMP '2040-01-01 00:00:00', TIMESTAMPTZ '1901-12-13 20:45:52+00', TIMESTAMP '2000-01-01 00:00:00.000001'),
+      (NULL, NULL, NULL, NULL)
+    ) t(d, ts, tz, local)`);
+  const csvPath = duck.path('csv');
+  await duck.run(`COPY dated TO '${csvPath}' (FORMAT CSV, HEADER)`);
+  const text = duck.read(csvPath).toString('utf8');
+  t.match(text, /2024-02-29 12:34:56\.789,2024-02-29 11:34:56\.5\+00,/, "DuckDB's CSV has a space separator and a +00 offset");
+  const ours = duck.file(toParquet(t, text));
+  const sniffed = await duck.rows(`DESCRIBE SELECT * FROM read_csv('${csvPath}')`);
+  t.same(
+    await duck.describe(ours),
+    sniffed.map((r) => [r[0], r[1]]),
+    "the same types as DuckDB's CSV sniffer",
+  );
+  t.same(await duck.describe(ours), [
+    ['d', 'DATE'],
+    ['ts', 'TIMESTAMP'],
+    ['tz', 'TIMESTAMP WITH TIME ZONE'],
+    ['local', 'TIMESTAMP'],
+  ]);
+  t.same(await difference('SELECT * FROM dated', `SELECT * FROM read_parquet('${ours}')`), [[0, 0]], 'the same values as the table');
 });
