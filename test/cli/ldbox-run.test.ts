@@ -80,7 +80,10 @@ t.test('user-code failures exit 1 with the error on stderr', async (t) => {
 
   const shape = await ldbox(['run', await file('shape.js', "return { fileName: 'x' };"), '--kind', 'files']);
   t.equal(shape.code, 1);
-  t.equal(shape.stderr, 'InvalidResultError: result.mimeType must be a string, got nothing\n(invalid-result)\n');
+  t.equal(
+    shape.stderr,
+    'InvalidResultError: 2 problems: result.mimeType must be a string, got nothing; result must have base64 or text content\n(invalid-result)\n',
+  );
 });
 
 t.test('bad usage exits 2 with the usage line', async (t) => {
