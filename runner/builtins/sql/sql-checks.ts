@@ -424,6 +424,11 @@ function findWriteWord(tokens: readonly Token[], from: number, leader: string): 
     const t = tokens[k]!;
     if (isPunct(t, '(')) depth++;
     else if (isPunct(t, ')')) depth = Math.max(0, depth - 1);
+    // A quoted name calls the same function (`"setval"(...)` in PostgreSQL, `[dbo].[f]` in T-SQL).
+    if (t.kind === 'quoted') {
+      const writing = writingCallAt(tokens, k);
+      if (writing) return { type: writing, context: '' };
+    }
     if (t.kind !== 'word') continue;
     const locking = lockingReadAt(tokens, k, depth);
     if (locking) return { type: locking, context: '' };
@@ -455,10 +460,24 @@ function findWriteWord(tokens: readonly Token[], from: number, leader: string): 
  */
 function writingCallAt(tokens: readonly Token[], k: number): string | undefined {
   const t = tokens[k]!;
-  if (isPunct(tokens[k + 1], '(') && isWritingFunction(t.text)) return `${t.text.toUpperCase()}()`;
-  if (t.text === 'nextval' && isPunct(tokens[k - 1], '.')) return 'NEXTVAL';
+  const name = t.kind === 'quoted' ? unquotedName(t) : t.text;
+  if (isPunct(tokens[k + 1], '(') && isWritingFunction(name)) return `${name.toUpperCase()}()`;
+  if (name === 'nextval' && isPunct(tokens[k - 1], '.')) return 'NEXTVAL';
+  if (t.kind === 'quoted') return undefined;
   if (t.text === 'next' && isBareWord(tokens, k) && tokens[k + 1]?.text === 'value' && tokens[k + 2]?.text === 'for') return 'NEXT VALUE FOR';
   return undefined;
+}
+
+/**
+ * A quoted identifier's name in lower case, its quotes and doubled quotes removed. Lower case on purpose:
+ * PostgreSQL's `"SETVAL"` names no function, but refusing it too is the safe side.
+ */
+function unquotedName(t: Token): string {
+  const close = t.quote === '[' ? ']' : (t.quote ?? '"');
+  return t.text
+    .slice(1, -1)
+    .replaceAll(close + close, close)
+    .toLowerCase();
 }
 
 /**

@@ -101,6 +101,11 @@ const CORPUS: Row[] = [
     expect:
       'ensureReadOnlySqlQuery: calls to NEXT VALUE FOR are not allowed: it writes, locks or runs other statements (only SELECT, SHOW, DESCRIBE and EXPLAIN)',
   },
+  { dialect: 'PostgreSQL', why: 'a quoted function name', query: 'select "setval"(\'s\', 1)', expect: writingCall('SETVAL()') },
+  { dialect: 'PostgreSQL', why: 'a quoted, schema-qualified function name', query: 'select "pg_catalog"."setval"(\'s\', 1)', expect: writingCall('SETVAL()') },
+  { dialect: 'MySQL', why: 'a backquoted function name', query: "select `get_lock`('x', 10)", expect: writingCall('GET_LOCK()') },
+  { dialect: 'T-SQL', why: 'a bracketed function name', query: "select * from [openquery](srv, 'delete from t')", expect: writingCall('OPENQUERY()') },
+  { dialect: 'Snowflake', why: 'a quoted sequence method', query: 'select s."nextval"', expect: writingCall('NEXTVAL') },
   { dialect: 'any', why: 'a function named like one that writes, in a string', query: 'select \'nextval(1)\', "setval" from t', expect: true },
   // Writes, each named.
   { dialect: 'any', why: 'INSERT', query: 'INSERT INTO t VALUES (1)', expect: refused('INSERT') },
@@ -298,6 +303,11 @@ const CORPUS: Row[] = [
     expect: { name: 'SyntaxError', message: 'ensureReadOnlySqlQuery: the query is not valid SQL: it has an unterminated string literal' },
   },
 ];
+
+/** The refusal of a call to a function that writes, locks or runs other statements. */
+function writingCall(call: string): string {
+  return `ensureReadOnlySqlQuery: calls to ${call} are not allowed: it writes, locks or runs other statements (only SELECT, SHOW, DESCRIBE and EXPLAIN)`;
+}
 
 t.test('the corpus', async (t) => {
   t.ok(CORPUS.length >= 40, `${CORPUS.length} queries`);
