@@ -470,7 +470,7 @@ async function main(): Promise<void> {
 function printEndToEnd(e: EndToEndResult): void {
   const s = e.settings;
   console.log(
-    `\n==== part 2: webhook POST → execution \`succeeded\` (KV watch), gateway + runner + executor in 3 processes, not pinned; ` +
+    `\n==== part 2: webhook POST → execution \`succeeded\` ((a) seen by a KV watch, (b) stored, by the record's stream timestamp), gateway + runner + executor in 3 processes, not pinned; ` +
       `one-node workflow; runner pool ${s.poolSize}, executor concurrency ${s.executorConcurrency}; ${s.warmup} warm-up webhooks not counted ====`,
   );
   const head = ['phase', 'sent', 'succeeded', 'failed', 'exec/s', 'p50 ms', 'p99 ms', 'max ms', 'POST→202 p50', '202→running p50', 'running→succeeded p50'];
@@ -495,7 +495,8 @@ function printEndToEnd(e: EndToEndResult): void {
   for (const t of table) console.log(line(t));
   console.log(
     `(a) exec/s is 1 / round trip; (b) exec/s = succeeded / (first POST → last succeeded); (b)'s latency is mostly queueing in JOBS, ` +
-      `since the gateway accepts faster than one executor runs. Stage p50s are over executions whose \`running\` entry the watch saw ` +
+      `since the gateway accepts faster than one executor runs; (b)'s \`running\` time is the record's startedAt (ms). ` +
+      `Stage p50s are over executions whose \`running\` time is known ` +
       `(a: ${e.unloaded.runningSeen}/${e.unloaded.executions}, b: ${e.loaded.runningSeen}/${e.loaded.executions}); p99 of the stages: ` +
       `a ${fmt(e.unloaded.stagesP99Ms.accept, 2)} / ${fmt(e.unloaded.stagesP99Ms.queue, 2)} / ${fmt(e.unloaded.stagesP99Ms.run, 2)} ms, ` +
       `b ${fmt(e.loaded.stagesP99Ms.accept, 2)} / ${fmt(e.loaded.stagesP99Ms.queue, 2)} / ${fmt(e.loaded.stagesP99Ms.run, 2)} ms.`,
