@@ -56,6 +56,11 @@ export class RawHttpConnection {
     });
   }
 
+  /** The connection failed (closed, a socket error, an unparseable answer): open another to go on. */
+  get failed(): boolean {
+    return this.#failed !== undefined;
+  }
+
   close(): void {
     this.#socket.destroy();
   }
