@@ -63,7 +63,7 @@ import { jobSubject, JOBS_STREAM } from '../src/nats/streams.js';
 import { newExecutionId } from '../src/workflows/ids.js';
 import { WorkflowValidationError } from '../src/workflows/validation-error.js';
 import type { WebhookJob } from '../src/workflows/webhook-job.js';
-import type { Publisher } from './publish-batch.js';
+import type { Publisher } from '../src/nats/publish-batcher.js';
 import { keepProtoKeysTextEncoder, type ProtoEncoding } from '../src/json/proto-keys.js';
 import type { WorkflowRepository } from '../src/store/workflow-repository.js';
 import { spendingCapRetryAfter, toProtoWorkspace, type WorkspaceRepository } from '../src/store/workspace-repository.js';

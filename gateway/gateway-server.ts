@@ -62,7 +62,8 @@ import { nameEnumFieldInErrors, strictEnums } from './strict-enums.js';
 import { WorkflowService, WorkspaceService } from '../src/gen/ldbox/workflows/v1/workflows_pb.js';
 import { sendError, WebhookError } from './webhook-errors.js';
 import { handleWebhook, splitTarget, WEBHOOK_PATH_PREFIX, type WebhookDeps, type WebhookOutcome } from './webhook-handler.js';
-import { attemptTimeoutMs, PublishBatcher, PublishRetrier } from './publish-batch.js';
+import { attemptTimeoutMs, PublishRetrier } from './publish-batch.js';
+import { PublishBatcher } from '../src/nats/publish-batcher.js';
 import { scrubUrl } from './webhook-payload.js';
 import { SIGNATURES_BUCKET, signaturesTtlMs } from '../src/nats/signature-replay.js';
 

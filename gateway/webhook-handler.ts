@@ -54,7 +54,8 @@ import { deliveryId, type HeaderReader, verifySignature } from '../src/workflows
 import { type ReplayClaim, claimSignature, releaseSignature } from '../src/nats/signature-replay.js';
 import type { WebhookJob } from '../src/workflows/webhook-job.js';
 import type { WorkflowRecord } from '../src/workflows/workflow-model.js';
-import { type Publisher, retryPauseMs } from './publish-batch.js';
+import { retryPauseMs } from './publish-batch.js';
+import type { Publisher } from '../src/nats/publish-batcher.js';
 import type { ClusterRateLimiter } from './cluster-rate-limiter.js';
 import { sendError, sendJson, WebhookError } from './webhook-errors.js';
 import { bodyKind, parseBody, queryObject, readBody, REQUEST_ABORTED, triggerHeaders } from './webhook-payload.js';

@@ -17,17 +17,29 @@
  *     (nats-server stays on the CPU part 1 pinned it to);
  *   - a one-node workflow created through the control plane (Connect JSON CreateWorkflow,
  *     `AUTH_METHOD_NONE`): `return { ok: true, n: data.input.n }` with input `{ n: '{{trigger.output.body.n}}' }`;
- *   - in the measuring process, one KV watch (updates only, not polling) on `<workflowId>.*`: each entry's
- *     `status` is timestamped on arrival (`running` first seen, `succeeded`/`failed`).
+ *   - in the measuring process, HTTP/1.1 keep-alive connections on raw sockets (raw-http-client.ts: one
+ *     write per request), and for phase (a) one KV watch (updates only, not polling) on `<workflowId>.*`:
+ *     each entry's `status` is timestamped on arrival (`running` first seen, `succeeded`/`failed`).
  *
  * Phases (a few warm-up webhooks first, not counted):
  *   (a) unloaded: `sequential` webhooks one after the other, each POST → 202 → wait for `succeeded` → next;
  *   (b) throughput: `burst` webhooks sent as fast as `conns` keep-alive connections allow (one request in
- *       flight each), then waiting for all of them; executions/s = burst / (first POST → last `succeeded`).
- *       Since the gateway accepts far faster than one executor runs, the queue grows during the burst and
- *       the latency of this phase is mostly time spent waiting in JOBS (reported as 202 → running).
- * Latency is POST sent → `succeeded` seen by the watch. A webhook that is not 202, or whose execution is
- * not `succeeded` within `timeoutMs` of its POST (or ends `failed`), is counted in `failed` and flagged.
+ *       flight each), then waiting for all of them; executions/s = burst / (first POST → last `succeeded`
+ *       record). Since the gateway accepts far faster than one executor runs, the queue grows during the
+ *       burst and the latency of this phase is mostly time spent waiting in JOBS (202 → running).
+ *       Not watched: a watch delivering every record write to this process cost it (and nats-server) ~150 µs
+ *       of CPU per execution, taken from the processes measured. Instead the measuring process asks for the
+ *       JOBS stream's message count every {@link COMPLETION_POLL_MS} once every POST has been answered: the
+ *       stream is a work queue and an executor acknowledges a job only after its final record is stored (a
+ *       retried job stays in it, given back), so an empty stream means every job's final record is written.
+ *       Then it reads the last record of each of the workflow's executions (an ordered consumer, last per
+ *       subject) with the time nats-server stored it (the message's timestamp, ns): an execution counts as
+ *       `succeeded` when that record says so, done at that time; its `running` time is the record's
+ *       `startedAt` (ms). The CPU window ends when the stream is found empty, before the records are read.
+ * Latency is POST sent → the `succeeded` record stored by nats-server (its stream timestamp, read after the
+ * phase: "record timestamps"); for (a) the time its watch saw it is printed too (one hop later). A webhook that is not
+ * 202, or whose execution is not `succeeded` within `timeoutMs` of its POST (b: of the last POST), or ends
+ * `failed`, is counted in `failed` and flagged.
  *
  * Child IPC (as webhook-server.ts): `{type:'ready', port}` once serving (the executor: once `ready()`),
  * `{type:'stop'}` closes and exits; a child exits too when its parent goes away (IPC disconnect).
@@ -39,9 +51,10 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, KvWatchInclude } from '@nats-io/kv';
 import { procCpuMicros } from './webhook-nats.js';
+import { RawHttpConnection } from './raw-http-client.js';
 
 export interface EndToEndPhase {
   /** Webhooks sent in the phase (each expected to be 202 and then `succeeded`). */
@@ -52,10 +65,15 @@ export interface EndToEndPhase {
   failed: number;
   /** First failure, for the flag. */
   firstFailure?: string;
-  /** POST sent → execution `succeeded`, ms. */
+  /**
+   * POST sent → execution `succeeded`, ms, by record timestamp: when nats-server stored the `succeeded`
+   * record (its stream timestamp), on this process's clock (see {@link epochOffsetMs}).
+   */
   p50Ms: number;
   p99Ms: number;
   maxMs: number;
+  /** Phase (a): POST sent → the `succeeded` record seen by the watch, ms (a hop later than p50Ms); (b): as p50Ms. */
+  p50SeenMs: number;
   /** Breakdown, ms (p50 and p99 each): POST → 202, 202 → `running` seen, `running` → `succeeded`. */
   stagesP50Ms: { accept: number; queue: number; run: number };
   stagesP99Ms: { accept: number; queue: number; run: number };
@@ -114,6 +132,9 @@ const HERE = fileURLToPath(new URL('.', import.meta.url));
 /** Jobs the executor runs at once: 64 unless LDBOX_EXECUTOR_CONCURRENCY says (its default, 16, leaves the runner idle between calls). */
 const EXECUTOR_CONCURRENCY = process.env.LDBOX_EXECUTOR_CONCURRENCY ?? '64';
 const SELF_JS = join(HERE, 'webhook-e2e.js');
+/** Phase (b): how often the measuring process asks whether the JOBS stream is empty (see the file comment). */
+const COMPLETION_POLL_MS = 10;
+const EXECUTIONS_BUCKET = 'ldbox-executions';
 const SERVER_JS = join(HERE, 'webhook-server.js');
 
 // ============================================================================================ children
@@ -244,7 +265,10 @@ interface Track {
   post?: number;
   accepted?: number;
   running?: number;
+  /** The final record: seen by the watch (a), or stored (b). */
   done?: number;
+  /** When nats-server stored the final record (its stream timestamp), on the performance.now() clock. */
+  stored?: number;
   final?: 'succeeded' | 'failed';
   /** Why it counts as failed (not 202, failed record). */
   error?: string;
@@ -301,6 +325,85 @@ async function resetJetStream(nc: NatsConnection): Promise<void> {
   }
 }
 
+/**
+ * Epoch ms minus performance.now() right now, to put nats-server's timestamps (epoch, ns) on the clock the
+ * POSTs are timed with. Not `performance.timeOrigin`: the two clocks drift apart over a process's life (NTP
+ * slews the wall clock, not the monotonic one; 0.65 ms measured here), which matters against a 3 ms goal.
+ * Date.now() moves in whole-millisecond steps: at a step seen between two readings of performance.now()
+ * less than 20 µs apart, the offset is known to within those µs. A preemption between the two readings (a
+ * busy machine) would skew it by the time lost, so only tight brackets count, and the median of 5 is taken.
+ * Takes about 5 ms.
+ */
+function epochOffsetMs(): number {
+  const found: number[] = [];
+  let lastD = Date.now();
+  let lastP = performance.now();
+  const giveUp = lastP + 1000;
+  while (found.length < 5) {
+    const p = performance.now();
+    const d = Date.now();
+    if (d !== lastD && p - lastP < 0.02) found.push(d - p);
+    lastD = d;
+    lastP = p;
+    if (p > giveUp) throw new Error('could not read the wall clock against performance.now() (the machine too busy for 1 s)');
+  }
+  found.sort((a, b) => a - b);
+  return found[2]!;
+}
+
+/**
+ * Waits until the JOBS stream holds no job (asked every {@link COMPLETION_POLL_MS}): every job acknowledged
+ * after its final record was stored, or removed after its failure was recorded. False at `deadline`.
+ */
+async function jobsEmptied(jsm: JetStreamManager, deadline: number): Promise<boolean> {
+  for (;;) {
+    if ((await jsm.streams.info('JOBS')).state.messages === 0) return true;
+    if (performance.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, COMPLETION_POLL_MS));
+  }
+}
+
+interface StoredRecord {
+  status: string;
+  error?: string;
+  /** Epoch ms: when nats-server stored this record (its message timestamp, ns resolution). */
+  storedAt: number;
+  /** Epoch ms: the record's `startedAt` (the executor's clock, ms resolution), when it has one. */
+  startedAt?: number;
+}
+
+/** The last record of every execution of `workflowId`, by execution id (an ordered consumer, last per subject). */
+async function lastRecords(nc: NatsConnection, workflowId: string): Promise<Map<string, StoredRecord>> {
+  const jsm = await jetstreamManager(nc);
+  const subject = `$KV.${EXECUTIONS_BUCKET}.${workflowId}.*`;
+  const out = new Map<string, StoredRecord>();
+  const info = await jsm.streams.info(`KV_${EXECUTIONS_BUCKET}`, { subjects_filter: subject });
+  if (Object.keys(info.state.subjects ?? {}).length === 0) return out;
+  const consumer = await jetstream(nc).consumers.get(`KV_${EXECUTIONS_BUCKET}`, { filter_subjects: subject, deliver_policy: DeliverPolicy.LastPerSubject });
+  const msgs = await consumer.consume();
+  const prefix = `$KV.${EXECUTIONS_BUCKET}.${workflowId}.`;
+  for await (const m of msgs) {
+    if (m.data.length > 0) {
+      try {
+        const rec = m.json<{ status: string; error?: string; startedAt?: string | null }>();
+        const startedAt = rec.startedAt ? Date.parse(rec.startedAt) : undefined;
+        out.set(m.subject.slice(prefix.length), {
+          status: rec.status,
+          ...(rec.error ? { error: rec.error } : {}),
+          // A number despite its declared type (nats.js parses the reply subject's token with parseInt).
+          storedAt: Number(m.info.timestampNanos) / 1e6,
+          ...(startedAt === undefined ? {} : { startedAt }),
+        });
+      } catch {
+        // not a record (a delete marker has no data): the execution counts as not succeeded
+      }
+    }
+    if (m.info.pending === 0) break;
+  }
+  await msgs.close();
+  return out;
+}
+
 // ============================================================================================ measuring
 
 /**
@@ -320,7 +423,12 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
 
   const children: Child[] = [];
   let nc: NatsConnection | undefined;
-  const agents: http.Agent[] = [];
+  const connections: RawHttpConnection[] = [];
+  const open = (port: number): RawHttpConnection => {
+    const c = new RawHttpConnection('127.0.0.1', port);
+    connections.push(c);
+    return c;
+  };
   try {
     nc = await connect({ servers: natsUrl, name: 'bench-webhook-e2e' });
     await resetJetStream(nc);
@@ -402,12 +510,12 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
     /** POST one webhook on `agent`; returns its execution id (tracked), or undefined when not 202. */
     let seq = 0;
     const rejected: Track[] = [];
-    const fire = async (agent: http.Agent): Promise<string | undefined> => {
+    const fire = async (conn: RawHttpConnection): Promise<string | undefined> => {
       const body = JSON.stringify({ n: seq++ });
       const t0 = performance.now();
       let r: { status: number; text: string };
       try {
-        r = await post(agent, gateway.port, path, body);
+        r = await conn.post(path, body);
       } catch (err) {
         rejected.push({ post: t0, error: `POST failed: ${(err as Error).message}` });
         return undefined;
@@ -440,18 +548,25 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
       out['bench client'] = self.user + self.system;
       return out;
     };
-    const summarize = (ids: string[], rejectedFrom: number, sent: number, t0: number, tEnd: number, cpu0: Record<string, number>): EndToEndPhase => {
-      const cpu1 = cpuNow();
+    const summarize = (
+      ids: string[],
+      rejectedFrom: number,
+      sent: number,
+      t0: number,
+      tEnd: number,
+      cpu0: Record<string, number>,
+      cpu1 = cpuNow(),
+    ): EndToEndPhase => {
       const ok = ids.map((id) => tracks.get(id)!).filter((t) => t.final === 'succeeded');
       const bad = ids.map((id) => tracks.get(id)!).filter((t) => t.final !== 'succeeded');
       const rej = rejected.slice(rejectedFrom);
       const firstFailure = rej[0]?.error ?? bad.find((t) => t.error)?.error ?? (bad.length ? `not succeeded within ${timeoutMs} ms` : undefined);
-      const lat = ok.map((t) => t.done! - t.post!);
+      const lat = ok.map((t) => (t.stored ?? t.done!) - t.post!);
       const withRunning = ok.filter((t) => t.running !== undefined);
       const accept = ok.map((t) => t.accepted! - t.post!);
       const queue = withRunning.map((t) => t.running! - t.accepted!);
       const run = withRunning.map((t) => t.done! - t.running!);
-      const lastDone = ok.length ? Math.max(...ok.map((t) => t.done!)) : tEnd;
+      const lastDone = ok.length ? Math.max(...ok.map((t) => t.stored ?? t.done!)) : tEnd;
       const wallMs = (bad.length || rej.length ? Math.max(lastDone, tEnd) : lastDone) - t0;
       return {
         sent,
@@ -459,6 +574,10 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
         failed: bad.length + rej.length,
         ...(firstFailure ? { firstFailure } : {}),
         p50Ms: pct(lat, 0.5),
+        p50SeenMs: pct(
+          ok.map((t) => t.done! - t.post!),
+          0.5,
+        ),
         p99Ms: pct(lat, 0.99),
         maxMs: pct(lat, 1),
         stagesP50Ms: { accept: pct(accept, 0.5), queue: pct(queue, 0.5), run: pct(run, 0.5) },
@@ -471,10 +590,10 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
     };
 
     // ---- warm-up (not counted): QuickJS workers, connections, caches
-    const seqAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-    agents.push(seqAgent);
+    let seqConn = open(gateway.port);
+    const seqConnNow = (): RawHttpConnection => (seqConn.failed ? (seqConn = open(gateway.port)) : seqConn);
     for (let i = 0; i < warmup; i++) {
-      const id = await fire(seqAgent);
+      const id = await fire(seqConnNow());
       if (id) await finished(id, performance.now() + timeoutMs);
     }
     if (rejected.length) log(`part 2: warm-up: ${rejected.length} webhook(s) not accepted, first: ${rejected[0]!.error}`);
@@ -487,37 +606,62 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
     const seqT0 = performance.now();
     for (let i = 0; i < sequential; i++) {
       const t0 = performance.now();
-      const id = await fire(seqAgent);
+      const id = await fire(seqConnNow());
       if (!id) continue;
       seqIds.push(id);
       await finished(id, t0 + timeoutMs);
     }
-    const unloaded = summarize(seqIds, 0, sequential, seqT0, performance.now(), seqCpu);
+    const seqEnd = performance.now();
+    const seqCpuEnd = cpuNow();
+    // The stream timestamps of the `succeeded` records (the latency by record timestamp; the watch only paced the phase).
+    let offset = epochOffsetMs();
+    for (const [id, r] of await lastRecords(nc, workflowId)) {
+      const t = tracks.get(id);
+      if (t?.final === 'succeeded' && r.status === 'succeeded') t.stored = r.storedAt - offset;
+    }
+    const unloaded = summarize(seqIds, 0, sequential, seqT0, seqEnd, seqCpu, seqCpuEnd);
 
-    // ---- (b) throughput: as fast as `conns` connections allow, then wait for all
+    // ---- (b) throughput: as fast as `conns` connections allow, then wait for all (not watched: see the file comment)
+    watch.stop();
+    await watching.catch(() => undefined);
     log(`part 2: ${burst} webhooks on ${conns} connections…`);
     const rejFrom = rejected.length;
-    const burstAgent = new http.Agent({ keepAlive: true, maxSockets: conns });
-    agents.push(burstAgent);
+    const burstConns = Array.from({ length: conns }, () => open(gateway.port));
     const burstIds: string[] = [];
     let next = 0;
+    const jsm = await jetstreamManager(nc);
+    offset = epochOffsetMs();
     const burstCpu = cpuNow();
     const burstT0 = performance.now();
     await Promise.all(
-      Array.from({ length: conns }, async () => {
+      burstConns.map(async (first) => {
+        let conn = first;
         while (next < burst) {
           next++;
-          const id = await fire(burstAgent);
+          if (conn.failed) conn = open(gateway.port); // the failed POST is counted; the next goes on a new connection
+          const id = await fire(conn);
           if (id) burstIds.push(id);
         }
       }),
     );
     const lastPost = performance.now();
     log(`part 2: ${burstIds.length} accepted in ${((lastPost - burstT0) / 1000).toFixed(1)} s, waiting for the executions…`);
-    await Promise.all(burstIds.map((id) => finished(id, tracks.get(id)!.post! + timeoutMs)));
-    const loaded = { ...summarize(burstIds, rejFrom, burst, burstT0, performance.now(), burstCpu), conns };
+    const emptied = await jobsEmptied(jsm, lastPost + timeoutMs);
+    const burstCpuEnd = cpuNow();
+    const burstEnd = performance.now();
+    if (!emptied) log(`part 2: the JOBS stream still held jobs ${timeoutMs / 1000} s after the last POST`);
+    for (const [id, r] of await lastRecords(nc, workflowId)) {
+      const t = tracks.get(id);
+      if (!t || t.final !== undefined) continue; // not of the burst, or seen by the watch in (a)
+      if (r.startedAt !== undefined) t.running = r.startedAt - offset;
+      if (r.status === 'succeeded' || r.status === 'failed') {
+        t.final = r.status;
+        t.done = t.stored = r.storedAt - offset;
+        if (r.status === 'failed') t.error = `execution ${id} ended failed: ${r.error ?? ''}`;
+      }
+    }
+    const loaded = { ...summarize(burstIds, rejFrom, burst, burstT0, burstEnd, burstCpu, burstCpuEnd), conns };
 
-    watch.stop();
     return {
       executions: unloaded.executions,
       failed: unloaded.failed + loaded.failed,
@@ -538,7 +682,7 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
       loadAvg1: { before: loadBefore, after: loadavg()[0]! },
     };
   } finally {
-    for (const a of agents) a.destroy();
+    for (const c of connections) c.close();
     // Executor first (it drains its in-flight jobs), then the rest.
     for (const kind of ['executor', 'gateway', 'runner'] as const) {
       const c = children.find((x) => x.kind === kind);

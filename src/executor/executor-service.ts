@@ -41,6 +41,7 @@ import { createExecutorMetrics, type ExecutorMetrics } from './executor-metrics.
 import { type ExecutionDeps, ExecutionCancelledError, recordExhausted, recordMalformed, runExecution } from './run-execution.js';
 import { RunnerClients } from './runner-clients.js';
 import { JobPublisher } from '../nats/job-publisher.js';
+import { PublishBatcher } from '../nats/publish-batcher.js';
 
 export interface Executor {
   /** The bound port of the health/metrics server. */
@@ -114,6 +115,8 @@ class ExecutorRole extends RoleLifecycle implements Executor {
   readonly #workflowCopies: WorkflowCopies;
   /** Record writes and charges: plain publishes with PubAcks matched by token (src/nats/job-publisher.ts). */
   readonly #publisher: JobPublisher;
+  /** Over {@link #publisher}: the writes of one event-loop turn leave in one socket write (src/nats/publish-batcher.ts). */
+  readonly #batched: PublishBatcher;
   #lastRollUpError = 0;
 
   constructor(config: ExecutorConfig, log: Logger, options: StartExecutorOptions) {
@@ -152,6 +155,7 @@ class ExecutorRole extends RoleLifecycle implements Executor {
     });
 
     this.#publisher = new JobPublisher(client, { timeoutMs: 3000 });
+    this.#batched = new PublishBatcher(this.#publisher);
     this.#budgets = new KvCache<WorkspaceRecord>({ client, bucket: WORKSPACES_BUCKET, logger: log });
     this.#workflowCopies = new WorkflowCopies(client, config.dataKeys, async (id) => (await this.#currentStores()).workflows.get(id), log);
     this.#spendingCap = createSpendingCap({
@@ -263,11 +267,11 @@ class ExecutorRole extends RoleLifecycle implements Executor {
       }),
     ]);
     this.#listenForCancels(nc);
-    const ledger = new ChargeLedger(jetstream(nc, { timeout: 3000 }), jsm, workspaces, this.#publisher);
+    const ledger = new ChargeLedger(jetstream(nc, { timeout: 3000 }), jsm, workspaces, this.#batched);
     this.#stores = {
       nc,
       workflows: new WorkflowRepository(workflows, webhooks, jsm, this.#config.dataKeys),
-      executions: new ExecutionRepository(executions, jsm, undefined, undefined, this.#publisher),
+      executions: new ExecutionRepository(executions, jsm, undefined, undefined, this.#batched),
       workspaces: new WorkspaceRepository(workspaces, ledger),
       ledger,
     };
