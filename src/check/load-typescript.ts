@@ -15,12 +15,23 @@ export async function loadTypeScript(specifier = 'typescript'): Promise<typeof T
     const mod = (await import(specifier)) as { default?: typeof TypeScript } & typeof TypeScript;
     return mod.default ?? mod;
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw err;
+    if (!isNotFound(err, specifier)) throw err;
     throw new TypeScriptMissingError(
       `ldbox check needs the TypeScript compiler, which is not installed here (it is an optional peer dependency of ldbox): ` +
         'install it next to ldbox with `npm install --save-dev typescript@5`',
       { cause: err },
     );
   }
+}
+
+/**
+ * Whether `err` says that `specifier` itself could not be found. By its code, and else by its message: an
+ * error that crossed from module loader hooks running on their own thread (a test runner's, say) can
+ * arrive without its code.
+ */
+function isNotFound(err: unknown, specifier: string): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') return true;
+  const message = err instanceof Error ? err.message : '';
+  return message.startsWith(`Cannot find package '${specifier}'`) || message.startsWith(`Cannot find module '${specifier}'`);
 }
