@@ -8,7 +8,7 @@
  * chosen free before the start (every node must name the others' in its config); client ports are picked by
  * the servers (`-p -1`) on the first start and kept after.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { anyFreePort } from '../net/local-ports.js';
 import { type NatsServerConfig, type NatsServerProcess, startNatsServerProcess } from './nats-server-process.js';
@@ -69,11 +69,27 @@ export interface NatsCluster {
 }
 
 /** Starts the nodes together and resolves once each answers on its client port (the cluster may still be electing its leaders). */
+/** Tries to start the cluster this many times, each with freshly picked ports. */
+const START_ATTEMPTS = 3;
+
 export async function startNatsCluster(opts: NatsClusterOptions): Promise<NatsCluster> {
   const size = opts.size ?? 3;
-  const routePorts: number[] = [];
-  for (let i = 0; i < size; i++) routePorts.push(await anyFreePort());
-  const nodes = await Promise.all(routePorts.map((routePort, i) => startNode(opts, `n${i + 1}`, routePort, routePorts)));
+  let nodes: Awaited<ReturnType<typeof startNode>>[] | undefined;
+  for (let attempt = 1; !nodes; attempt++) {
+    const routePorts: number[] = [];
+    for (let i = 0; i < size; i++) routePorts.push(await anyFreePort());
+    const started = await Promise.allSettled(routePorts.map((routePort, i) => startNode(opts, `n${i + 1}`, routePort, routePorts)));
+    const failed = started.find((r) => r.status === 'rejected');
+    if (!failed) {
+      nodes = started.map((r) => (r as PromiseFulfilledResult<Awaited<ReturnType<typeof startNode>>>).value);
+      break;
+    }
+    // No node may outlive a failed start (its files would keep the directory busy, its ports taken).
+    await Promise.all(started.map((r) => (r.status === 'fulfilled' ? r.value.stopFor(2000) : undefined)));
+    // A port picked free may be taken by someone else before the node binds it: try again with new ones.
+    if (attempt >= START_ATTEMPTS) throw failed.reason;
+    for (let i = 0; i < size; i++) rmSync(join(opts.dir, `n${i + 1}`), { recursive: true, force: true });
+  }
   return {
     nodes,
     seedList: nodes.map((n) => n.url).join(','),
