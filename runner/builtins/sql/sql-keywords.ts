@@ -227,6 +227,9 @@ export function isPunct(t: Token | undefined, ...chars: string[]): boolean {
 export const WRITING_FUNCTIONS: ReadonlySet<string> = new Set([
   'nextval',
   'setval',
+  // Assign the transaction an id if it has none (a standby refuses them: "cannot assign TransactionIds").
+  'txid_current',
+  'pg_current_xact_id',
   'set_config',
   'pg_terminate_backend',
   'pg_cancel_backend',

@@ -101,6 +101,7 @@ const CORPUS: Row[] = [
     expect:
       'ensureReadOnlySqlQuery: calls to NEXT VALUE FOR are not allowed: it writes, locks or runs other statements (only SELECT, SHOW, DESCRIBE and EXPLAIN)',
   },
+  { dialect: 'PostgreSQL', why: 'a function that assigns a transaction id', query: 'select txid_current()', expect: writingCall('TXID_CURRENT()') },
   { dialect: 'PostgreSQL', why: 'a quoted function name', query: 'select "setval"(\'s\', 1)', expect: writingCall('SETVAL()') },
   { dialect: 'PostgreSQL', why: 'a quoted, schema-qualified function name', query: 'select "pg_catalog"."setval"(\'s\', 1)', expect: writingCall('SETVAL()') },
   { dialect: 'MySQL', why: 'a backquoted function name', query: "select `get_lock`('x', 10)", expect: writingCall('GET_LOCK()') },
