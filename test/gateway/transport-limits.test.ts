@@ -116,8 +116,24 @@ t.test('gateway transport limits', async (t) => {
   });
 
   t.test("Node's fetch sees the 413 of an oversized webhook, not EPIPE", async (t) => {
+    // A gateway of its own with the default timeouts: sending 20 MiB takes longer than the tiny request
+    // timeout above on a busy machine, and node would then answer 408 before the handler's 413.
+    const roomy = await startGateway(
+      loadGatewayConfig({
+        LDBOX_DATA_KEY: TEST_DATA_KEY,
+        LDBOX_GATEWAY_PORT: '0',
+        LDBOX_ADMIN_TOKEN: ADMIN_TOKEN,
+        NATS_URL: nats.url,
+        LDBOX_WEBHOOK_RATE: '0',
+        LDBOX_MAX_BODY_BYTES: String(LIMIT),
+      }),
+      pino({ level: 'warn' }, sink),
+    );
+    t.teardown(() => roomy.close(2000));
+    await waitFor(() => roomy.ready(), 15_000, 'ready');
+    const roomyBase = `http://127.0.0.1:${roomy.port}`;
     // 20 MiB, twenty times the limit: far more than socket buffers hold while the answer is on its way.
-    const sized = await fetch(`${base}${hookPath}`, {
+    const sized = await fetch(`${roomyBase}${hookPath}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: `{"x":"${'a'.repeat(20 * LIMIT)}"}`,
@@ -138,7 +154,7 @@ t.test('gateway transport limits', async (t) => {
         }
       },
     });
-    const chunked = await fetch(`${base}${hookPath}`, {
+    const chunked = await fetch(`${roomyBase}${hookPath}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: stream,
