@@ -1729,9 +1729,10 @@ export const WorkflowService: GenService<{
     output: typeof UpdateWorkflowResponseSchema;
   },
   /**
-   * ReplayExecution runs an execution's trigger (body, query) again, as a new execution of the workflow's
-   * current version whose `replay_of` names the original. Queued at once, like a webhook call (no rate
-   * limit; a workspace over its spending cap is refused with RESOURCE_EXHAUSTED).
+   * ReplayExecution runs an execution's recorded trigger again (all of it: body, query, headers and
+   * method, as the original call's nodes saw them), as a new execution of the workflow's current version
+   * whose `replay_of` names the original. Queued at once, like a webhook call (no rate limit; a workspace
+   * over its spending cap is refused with RESOURCE_EXHAUSTED).
    *
    * @generated from rpc ldbox.workflows.v1.WorkflowService.ReplayExecution
    */
