@@ -18,6 +18,7 @@ import {
 import * as v1 from '../../src/gen/grpc/reflection/v1/reflection_pb.js';
 import * as v1alpha from '../../src/gen/grpc/reflection/v1alpha/reflection_pb.js';
 import { file_ldbox_runner_v1_runner } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
+import { startTestRunner } from '../helpers/runner-harness.js';
 
 const RUNNER = 'ldbox.runner.v1.RunnerService';
 
@@ -118,11 +119,22 @@ t.test('Watch streams the current status, then changes, until cancelled', async 
   t.equal(status.listenerCount(), 0, 'a change after cancel finds no listener');
 });
 
-/** One ServerReflectionInfo stream of either version, asked one question at a time. */
-function reflectionStream<Req extends DescMessage, Res extends DescMessage>(version: string, requestSchema: Req, responseSchema: Res) {
+/** One ServerReflectionInfo stream of either version, asked one question at a time (by `via`, with `metadata`). */
+function reflectionStream<Req extends DescMessage, Res extends DescMessage>(
+  version: string,
+  requestSchema: Req,
+  responseSchema: Res,
+  via: grpc.Client = client,
+  metadata: grpc.Metadata = new grpc.Metadata(),
+) {
   const request = codec(requestSchema);
   const response = codec(responseSchema);
-  const call = client.makeBidiStreamRequest(`/grpc.reflection.${version}.ServerReflection/ServerReflectionInfo`, request.serialize, response.deserialize);
+  const call = via.makeBidiStreamRequest(
+    `/grpc.reflection.${version}.ServerReflection/ServerReflectionInfo`,
+    request.serialize,
+    response.deserialize,
+    metadata,
+  );
   const responses: AsyncIterator<MessageShape<Res>> = call[Symbol.asyncIterator]();
   return {
     async ask(init: MessageInitShape<Req>): Promise<MessageShape<Res>> {
@@ -213,3 +225,52 @@ for (const { version, request, response } of versions) {
     t.equal(await stream.close(), true, 'the server ends the stream when the client does');
   });
 }
+
+/**
+ * The real runner with LDBOX_RUNNER_TOKEN, as the README shows it (`grpcurl -H` / `buf curl --reflect-header`):
+ * reflection takes the same bearer token as Execute, health stays open.
+ */
+t.test('with a runner token: reflection refuses a call without the header and answers one with it', async (t) => {
+  const token = 'reflection-token-0123456789abcdef';
+  const runner = await startTestRunner({ LDBOX_RUNNER_TOKEN: token, LDBOX_POOL_SIZE: '1' });
+  t.teardown(() => runner.close());
+  const bearer = (value: string) => {
+    const metadata = new grpc.Metadata();
+    metadata.set('authorization', `Bearer ${value}`);
+    return metadata;
+  };
+  const list = { host: 'localhost', messageRequest: { case: 'listServices', value: '' } } as const;
+
+  for (const { version, request, response } of versions) {
+    for (const [label, metadata] of [
+      ['no header', new grpc.Metadata()],
+      ['a wrong token', bearer(`${token}x`)],
+    ] as const) {
+      const refused = reflectionStream<DescMessage, DescMessage>(version, request, response, runner.grpc.raw, metadata);
+      const err = (await refused.ask(list).then(
+        () => undefined,
+        (e: unknown) => e,
+      )) as grpc.ServiceError | undefined;
+      t.equal(err?.code, grpc.status.UNAUTHENTICATED, `${version} with ${label}: UNAUTHENTICATED`);
+      t.match(err?.details, /missing or wrong runner token/, `${version} with ${label}: the message says why`);
+    }
+
+    const allowed = reflectionStream<DescMessage, DescMessage>(version, request, response, runner.grpc.raw, bearer(token));
+    const answer = ((await allowed.ask(list)) as v1.ServerReflectionResponse).messageResponse;
+    t.ok(serviceNames(answer)?.includes(RUNNER), `${version} with authorization: Bearer <token> lists ${RUNNER}`);
+    t.equal(await allowed.close(), true, `${version}: the stream ends when the client ends it`);
+  }
+
+  const health = new grpc.Client(runner.url.replace('http://', ''), grpc.credentials.createInsecure());
+  t.teardown(() => health.close());
+  const serving = await new Promise<HealthCheckResponse>((resolve, reject) =>
+    health.makeUnaryRequest(
+      '/grpc.health.v1.Health/Check',
+      healthRequest.serialize,
+      healthResponse.deserialize,
+      create(HealthCheckRequestSchema, { service: '' }),
+      (error, r) => (error ? reject(error) : resolve(r!)),
+    ),
+  );
+  t.equal(serving.status, ServingStatus.SERVING, 'health stays open without the header');
+});
