@@ -418,8 +418,10 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
   const timeoutMs = opts.timeoutMs ?? 60_000;
   const log = opts.log ?? (() => undefined);
   const loadBefore = loadavg()[0]!;
+  // One folder per process kind with node's default file names (they hold the thread id): a fixed
+  // --cpu-prof-name made the runner's worker threads overwrite each other's profile.
   const profiled = (kind: ChildKind): string[] =>
-    opts.profile?.includes(kind) && opts.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.profileDir}`, `--cpu-prof-name=${kind}-\${pid}.cpuprofile`] : [];
+    opts.profile?.includes(kind) && opts.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(opts.profileDir, kind)}`] : [];
 
   const children: Child[] = [];
   let nc: NatsConnection | undefined;
