@@ -3,8 +3,9 @@
  * wrong token is refused with a message, the right one logs in; the workflows page shows the webhook
  * settings and never a secret; a workflow name, an error and a log line holding markup show as text (no
  * element is made of them); the status filter finds the failed execution, which shows its trigger, error
- * and logs; Replay makes a new execution that appears in the list; Cancel stops a running one; a token that
- * stops working mid-session goes back to the login form. Every wait is on a condition in the page.
+ * and logs; a succeeded one shows its node's output and timings; Replay makes a new execution that
+ * appears in the list; Cancel stops a running one; a token that stops working mid-session goes back to
+ * the login form. Every wait is on a condition in the page.
  *
  * LDBOX_TEST_CONSOLE_SCREENSHOTS=docs/console writes the README's screenshots there (PNG) while the test runs.
  */
@@ -66,11 +67,11 @@ t.test('the web console in Chromium', async (t) => {
   );
   const secret: string = signed.webhook.secret;
   t.match(secret, /^whsec_/, 'CreateWorkflow shows the signing secret once');
-  const fine = await createFlow(base, [{ id: 'ok', code: 'return { ok: true }' }]);
+  const fine = await createFlow(base, [{ id: 'ok', code: 'return { ok: true, doubled: data.input.x * 2 }', input: { x: '{{trigger.output.body.x}}' } }]);
   const spin = await createFlow(base, [{ id: 'spin', code: 'while (true) {}', limits: { timeoutMs: 60_000 } }]);
 
   const failedId = await fire(base, failing.id, { order: 7 });
-  const succeededId = await fire(base, fine.id, { x: 1 });
+  const succeededId = await fire(base, fine.id, { x: 21 });
   t.equal((await waitForFinish(base, failedId)).status, 'EXECUTION_STATUS_FAILED');
   t.equal((await waitForFinish(base, succeededId)).status, 'EXECUTION_STATUS_SUCCEEDED');
 
@@ -186,6 +187,38 @@ t.test('the web console in Chromium', async (t) => {
     await executionRow(replayId).waitFor();
     t.same(await page.locator('#executions tbody tr').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.executionId)), [replayId, failedId]);
     await screenshot(page, 'executions');
+  });
+
+  await t.test("one succeeded execution: its node's output and timings", async (t) => {
+    await page.goto(`${base}/console/#/executions?workflow=${fine.id}`);
+    await executionRow(succeededId).locator('a').click();
+    await page.locator('h1 .status.succeeded').waitFor();
+    const node = page.locator('.node[data-node-id=ok]');
+    t.equal(await node.locator('.status').textContent(), 'succeeded');
+    t.equal(await node.locator('pre.output').textContent(), JSON.stringify({ ok: true, doubled: 42 }, null, 2), 'the output the code returned');
+
+    // The durations shown are those of the record (console/format.js: `850 ms`, `2.4 s`, `3 min 5 s`).
+    const record = await getExecution(base, succeededId);
+    const duration = (from: string, to: string) => {
+      const ms = Math.max(0, Date.parse(to) - Date.parse(from));
+      return ms < 1000 ? `${ms} ms` : ms < 60_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+    };
+    const [recorded] = record.nodes;
+    t.ok(recorded.startedAt && recorded.finishedAt, 'the record has the node times');
+    t.equal(await node.locator('h3 .hint').textContent(), duration(recorded.startedAt, recorded.finishedAt), "the node's duration");
+    const time = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$/;
+    const nodeFacts = await node.locator('.facts dd').allTextContents();
+    t.equal(nodeFacts.length, 2);
+    for (const shown of nodeFacts) t.match(shown, time, 'the node started and finished at a time shown');
+    const facts: Record<string, string> = Object.fromEntries(
+      await page
+        .locator('#view > .facts')
+        .evaluate((dl) => Array.from(dl.querySelectorAll('dt')).map((dt) => [dt.textContent ?? '', dt.nextElementSibling?.textContent ?? ''])),
+    );
+    const finished = facts.Finished ?? '';
+    t.match(finished, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} \(ran /, 'the execution finished at a time shown');
+    t.equal(finished.slice(finished.indexOf(' (')), ` (ran ${duration(record.startedAt, record.finishedAt)})`, "the execution's run time");
+    t.match(facts.Started ?? '', / \(queued (\d+ ms|\d+\.\d s|\d+ min \d+ s)\)$/, 'and its time in the queue');
   });
 
   await t.test('Cancel stops a running execution', async (t) => {
