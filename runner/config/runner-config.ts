@@ -34,6 +34,8 @@ export interface RunnerConfig {
   http: HttpLimits;
   /** V8's old-generation growth between full GCs, in % (0: V8's own heuristics); heap-policy.ts. */
   heapGrowthPercent: number;
+  /** Execute calls the runner sends itself before it reports ready (runner/server/warm-up.ts); 0: none. */
+  warmUpCalls: number;
 }
 
 /** The runner's certificate and key, and the CA its clients' certificates must chain to (mTLS), PEM. */
@@ -169,6 +171,15 @@ const S = {
   },
   maxLogEntries: { kind: 'int', name: 'LDBOX_MAX_LOG_ENTRIES', fallback: 1000, min: 1, max: 1_000_000, meaning: 'most log entries per call' },
   maxLogBytes: { kind: 'size', name: 'LDBOX_MAX_LOG_BYTES', fallback: 1 * MiB, min: 1024, max: 64 * MiB, meaning: 'most log characters per call' },
+  warmUpCalls: {
+    kind: 'int',
+    name: 'LDBOX_RUNNER_WARMUP_CALLS',
+    fallback: 10_000,
+    min: 0,
+    max: 1_000_000,
+    meaning:
+      'Execute calls of `return 1` the runner sends itself over its port before /readyz says ready (~1 s of both cores at the default), so that its first real calls run at full speed and its memory is at its working size; 0: none',
+  },
   heapGrowthPercent: {
     kind: 'int',
     name: 'LDBOX_HEAP_GROWTH_PERCENT',
@@ -277,6 +288,7 @@ export function loadRunnerConfig(env: Env): RunnerConfig {
     maxInputBytes: sizeSetting(env, S.maxInputBytes),
     http: loadHttpLimits(env),
     heapGrowthPercent: intSetting(env, S.heapGrowthPercent),
+    warmUpCalls: intSetting(env, S.warmUpCalls),
     pool: {
       size,
       concurrentPerWorker: intSetting(env, S.poolConcurrency),

@@ -24,6 +24,7 @@ import { createHealthStatus, registerHealthService, type HealthStatus } from './
 import { registerReflectionService } from './reflection-service.js';
 import { createRunnerMetrics } from './runner-metrics.js';
 import { registerRunnerService } from './runner-service.js';
+import { warmUp } from './warm-up.js';
 
 export interface RunnerServer {
   /** The bound port (useful when the config asked for port 0). */
@@ -196,6 +197,9 @@ class RunnerRole extends RoleLifecycle implements RunnerServer {
     // Accept failures (EMFILE and the like) come as 'error' events; logged, they must not end the process.
     server.on('error', (err) => this.#log.error({ err: err.message }, 'runner listener error'));
     this.#port = (server.address() as AddressInfo).port;
+    if (config.warmUpCalls > 0) await this.#warmUp();
+    // Stopped while it warmed up: it never reports SERVING.
+    if (this.stopping) return;
     this.health.set('', 'SERVING');
     this.health.set(RunnerService.typeName, 'SERVING');
     this.started();
@@ -210,6 +214,24 @@ class RunnerRole extends RoleLifecycle implements RunnerServer {
       },
       'runner listening',
     );
+  }
+
+  /** Runs the warm-up (warm-up.ts) while health says NOT_SERVING; a failed one is logged, never fatal. */
+  async #warmUp(): Promise<void> {
+    const config = this.#config;
+    if (config.tls?.clientCa !== undefined) {
+      this.#log.info('runner warm-up skipped: the port asks for client certificates, and the runner has none of its own');
+      return;
+    }
+    this.health.set('', 'NOT_SERVING');
+    this.health.set(RunnerService.typeName, 'NOT_SERVING');
+    try {
+      const r = await warmUp({ host: config.host, port: this.port, token: config.token, tlsCert: config.tls?.cert }, config.warmUpCalls);
+      const level = r.failed > 0 ? 'warn' : 'info';
+      this.#log[level]({ calls: r.answered, failed: r.failed, ms: Math.round(r.ms) }, 'runner warmed up');
+    } catch (err) {
+      this.#log.warn({ err: err instanceof Error ? err.message : String(err) }, 'runner warm-up failed; ready without it');
+    }
   }
 
   protected async drain(grace: Grace): Promise<void> {

@@ -41,7 +41,8 @@ export interface TestRunner {
 }
 
 export async function startTestRunner(env: Record<string, string> = {}): Promise<TestRunner> {
-  const config = loadRunnerConfig({ LDBOX_RUNNER_PORT: '0', LDBOX_POOL_SIZE: '2', ...env });
+  // No warm-up unless a test asks for one (test/runner/warm-up.test.ts): it would only slow the suite.
+  const config = loadRunnerConfig({ LDBOX_RUNNER_PORT: '0', LDBOX_POOL_SIZE: '2', LDBOX_RUNNER_WARMUP_CALLS: '0', ...env });
   const server = await startRunnerServer(config, silentLogger());
   const url = `http://127.0.0.1:${server.port}`;
   const raw = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());

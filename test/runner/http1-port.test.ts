@@ -205,7 +205,7 @@ t.test('a reset mid-sniff does not crash the server', async (t) => {
 });
 
 t.test('a connection that stays silent is closed after the sniff timeout', async (t) => {
-  const config = loadRunnerConfig({ LDBOX_RUNNER_PORT: '0', LDBOX_POOL_SIZE: '1' });
+  const config = loadRunnerConfig({ LDBOX_RUNNER_PORT: '0', LDBOX_POOL_SIZE: '1', LDBOX_RUNNER_WARMUP_CALLS: '0' });
   const server = await startRunnerServer(config, silentLogger(), { sniffTimeoutMs: 300 });
   t.teardown(() => server.close(2000));
   for (const [what, parts] of [

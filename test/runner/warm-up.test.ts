@@ -1,0 +1,102 @@
+/**
+ * The runner's warm-up (runner/server/warm-up.ts), on real ports: the runner sends itself
+ * LDBOX_RUNNER_WARMUP_CALLS Execute calls before it says ready, through its token check and over TLS
+ * (its own certificate only), skips it when the port asks for client certificates, and becomes ready
+ * anyway when warm-up calls fail.
+ */
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import t, { type Test } from 'tap';
+import { loadRunnerConfig } from '../../runner/config/runner-config.js';
+import { startRunnerServer, type RunnerServer } from '../../runner/server/runner-server.js';
+import { anyFreePort } from '../../src/net/local-ports.js';
+import { makeTestCertificates } from '../helpers/test-certificates.js';
+
+const certs = makeTestCertificates(t.testdir());
+
+/** A runner with `env`, and the log lines it writes. */
+async function start(t: Test, env: Record<string, string>): Promise<{ server: RunnerServer; lines: Array<Record<string, unknown>> }> {
+  const lines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l));
+      cb();
+    },
+  });
+  const server = await startRunnerServer(loadRunnerConfig({ LDBOX_RUNNER_PORT: '0', LDBOX_POOL_SIZE: '1', ...env }), pino({ level: 'info' }, sink));
+  t.teardown(() => server.close(2000));
+  return { server, lines };
+}
+
+/** `ldbox_runner_executions_total` by outcome, read from the registry /metrics serves. */
+async function executions(server: RunnerServer): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const m of (await server.metrics.metrics()).matchAll(/^ldbox_runner_executions_total\{outcome="(\w+)"\} (\d+)$/gm)) out[m[1]!] = Number(m[2]);
+  return out;
+}
+
+const warmedUp = (lines: Array<Record<string, unknown>>) => lines.find((l) => l.msg === 'runner warmed up');
+
+t.test('with a token: the warm-up calls pass the token check, and /readyz says ready only after all of them', async (t) => {
+  const port = await anyFreePort();
+  const calls = 3000;
+  const starting = start(t, { LDBOX_RUNNER_PORT: String(port), LDBOX_RUNNER_TOKEN: 'warm-up-token-0123456789', LDBOX_RUNNER_WARMUP_CALLS: String(calls) });
+  // Poll /readyz from outside while it starts: the first 200 must come after the last warm-up call.
+  let firstReady: Record<string, number> | undefined;
+  let notReady = 0;
+  let startedUp = false;
+  void starting.then(() => (startedUp = true));
+  while (!firstReady) {
+    const status = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+      (r) => r.status,
+      () => 0,
+    );
+    if (status === 200) {
+      const { server } = await starting;
+      firstReady = await executions(server);
+    } else if (status === 503) notReady++;
+    else if (startedUp && status === 0) t.fail('the port does not answer after the start');
+    if (!firstReady) await new Promise((r) => setImmediate(r));
+  }
+  const { lines } = await starting;
+  t.equal(firstReady.ok, calls, `when /readyz first says 200, all ${calls} warm-up calls were answered ok`);
+  t.notOk(firstReady.rejected, 'none rejected by the token check');
+  t.same(warmedUp(lines) && [warmedUp(lines)!.calls, warmedUp(lines)!.failed, warmedUp(lines)!.level], [calls, 0, 30], 'logged at info');
+  t.comment(`/readyz answered 503 ${notReady} times while the runner warmed up`);
+});
+
+t.test('over TLS the runner warms up on its own certificate', async (t) => {
+  const { server, lines } = await start(t, {
+    LDBOX_RUNNER_TLS_CERT: certs.serverCert,
+    LDBOX_RUNNER_TLS_KEY: certs.serverKey,
+    LDBOX_RUNNER_WARMUP_CALLS: '200',
+  });
+  t.equal((await executions(server)).ok, 200, '200 warm-up calls answered over TLS');
+  t.equal(warmedUp(lines)?.failed, 0);
+  t.equal(server.health.get('ldbox.runner.v1.RunnerService'), 'SERVING', 'ready');
+});
+
+t.test('with client certificates (mTLS) the warm-up is skipped, and the runner is ready', async (t) => {
+  const { server, lines } = await start(t, {
+    LDBOX_RUNNER_TLS_CERT: certs.serverCert,
+    LDBOX_RUNNER_TLS_KEY: certs.serverKey,
+    LDBOX_RUNNER_TLS_CLIENT_CA: certs.caCert,
+    LDBOX_RUNNER_WARMUP_CALLS: '200',
+  });
+  t.equal((await executions(server)).ok ?? 0, 0, 'no call ran');
+  t.ok(
+    lines.some((l) => String(l.msg).startsWith('runner warm-up skipped')),
+    'the skip is logged',
+  );
+  t.equal(server.health.get('ldbox.runner.v1.RunnerService'), 'SERVING');
+});
+
+t.test('warm-up calls that fail are logged at warn, and the runner becomes ready anyway', async (t) => {
+  // One sandbox and no queue: most of the 64 calls in flight are refused with RESOURCE_EXHAUSTED.
+  const { server, lines } = await start(t, { LDBOX_POOL_CONCURRENCY: '1', LDBOX_POOL_MAX_QUEUE: '0', LDBOX_RUNNER_WARMUP_CALLS: '500' });
+  const line = warmedUp(lines);
+  t.ok(line && (line.failed as number) > 0, `some warm-up calls failed (${line?.failed})`);
+  t.equal(line?.level, 40, 'logged at warn');
+  t.equal((line?.calls as number) + (line?.failed as number), 500, 'every call is accounted for');
+  t.equal(server.health.get('ldbox.runner.v1.RunnerService'), 'SERVING', 'ready');
+});
