@@ -52,6 +52,8 @@ export class CsvTokenizer {
   private readonly comment: string | undefined;
   private readonly commentFirst: number;
   private readonly padShortRows: boolean;
+  /** Appended to "more fields than the header" when the file opens like a commented one and no `comment` was given. */
+  private readonly commentHint: string;
 
   constructor(text: string, dialect: CsvDialect = DEFAULT_DIALECT) {
     this.text = text;
@@ -61,6 +63,12 @@ export class CsvTokenizer {
     this.comment = dialect.comment;
     this.commentFirst = dialect.comment === undefined ? -1 : dialect.comment.charCodeAt(0);
     this.padShortRows = dialect.padShortRows;
+    // Files that open with '#' lines (tzdata's .tab files, Unicode's data files) take the first comment
+    // line as their header and then fail on the first real row: say what would read them.
+    this.commentHint =
+      dialect.comment === undefined && text.charCodeAt(this.pos) === 0x23
+        ? ": its first line starts with '#'; if those are comment lines, pass { comment: '#' }"
+        : '';
   }
 
   /** Where the line that holds `pos` ends (its line break, or the end of the text). */
@@ -198,7 +206,7 @@ export class CsvTokenizer {
       for (;;) {
         if (col === ncols) {
           this.pos = pos;
-          throw this.error(recordStart, `line %LINE% has more fields than the header's ${ncols}`);
+          throw this.error(recordStart, `line %LINE% has more fields than the header's ${ncols}${this.commentHint}`);
         }
         const idx = col * cap + row;
         c = pos < len ? s.charCodeAt(pos) : -1;

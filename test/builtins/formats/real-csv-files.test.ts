@@ -275,11 +275,23 @@ t.test('a real file read without its delimiter or comment option is refused, nev
     ['oui36.csv', { delimiter: '\t' }, "the header has no '\\t' but 3 commas: pass { delimiter: ',' } (or quote the header name to keep one column)"],
     ['unemployment.tsv', { delimiter: ';' }, "the header has no ';' but 1 tab: pass { delimiter: '\\t' } (or quote the header name to keep one column)"],
     // Without `comment`, the first comment line is the header: a later line with the delimiter is
-    // refused as longer than it (the message names the line, not the option).
-    ['iso3166.tab', { delimiter: '\t' }, "malformed CSV: line 30 has more fields than the header's 1"],
-    ['NameAliases.txt', { delimiter: ';' }, "malformed CSV: line 71 has more fields than the header's 1"],
+    // refused as longer than it (the message names the line and, when the file opens with #, the option).
+    [
+      'iso3166.tab',
+      { delimiter: '\t' },
+      "malformed CSV: line 30 has more fields than the header's 1: its first line starts with '#'; if those are comment lines, pass { comment: '#' }",
+    ],
+    [
+      'NameAliases.txt',
+      { delimiter: ';' },
+      "malformed CSV: line 71 has more fields than the header's 1: its first line starts with '#'; if those are comment lines, pass { comment: '#' }",
+    ],
     // Neither option: commas in the comment text split lines as well.
-    ['iso3166.tab', undefined, "malformed CSV: line 3 has more fields than the header's 1"],
+    [
+      'iso3166.tab',
+      undefined,
+      "malformed CSV: line 3 has more fields than the header's 1: its first line starts with '#'; if those are comment lines, pass { comment: '#' }",
+    ],
     ['debian.csv', undefined, 'malformed CSV: line 2 has 6 fields, but the header has 8 (pass { padShortRows: true } to read missing fields as nulls)'],
   ];
   for (const [name, options, error] of refusals) {
