@@ -34,7 +34,10 @@ export async function h2load(o: H2loadOptions): Promise<H2loadResult> {
   const args = ['-n', String(o.requests), '-c', String(o.connections), '-m', String(o.streams), '-t', String(o.threads ?? 1), '-d', o.bodyFile];
   for (const h of o.headers) args.push('-H', h);
   args.push(o.url);
-  const { stdout } = await run('h2load', args, { maxBuffer: 16 * 1024 * 1024 });
+  const { stdout } = await run('h2load', args, { maxBuffer: 16 * 1024 * 1024 }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') throw new Error("h2load is not installed: it comes with Debian's nghttp2-client (apt-get install -y nghttp2-client)");
+    throw err;
+  });
   const finished = /finished in ([\d.]+)(m?s), ([\d.]+) req\/s/.exec(stdout);
   const requests = /requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed/.exec(stdout);
   const time = /time for request:\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)/.exec(stdout);

@@ -31,13 +31,17 @@ t.test('gateway transport limits', async (t) => {
       cb();
     },
   });
-  const config = loadGatewayConfig({
+  /** The settings both gateways of this file share; the first adds tiny timeouts for the slow-client cases. */
+  const shared = {
     LDBOX_DATA_KEY: TEST_DATA_KEY,
     LDBOX_GATEWAY_PORT: '0',
     LDBOX_ADMIN_TOKEN: ADMIN_TOKEN,
     NATS_URL: nats.url,
     LDBOX_WEBHOOK_RATE: '0',
     LDBOX_MAX_BODY_BYTES: String(LIMIT),
+  };
+  const config = loadGatewayConfig({
+    ...shared,
     LDBOX_HEADERS_TIMEOUT_MS: '200',
     LDBOX_BODY_TIMEOUT_MS: '300',
     LDBOX_IDLE_TIMEOUT_MS: '200',
@@ -118,17 +122,7 @@ t.test('gateway transport limits', async (t) => {
   t.test("Node's fetch sees the 413 of an oversized webhook, not EPIPE", async (t) => {
     // A gateway of its own with the default timeouts: sending 20 MiB takes longer than the tiny request
     // timeout above on a busy machine, and node would then answer 408 before the handler's 413.
-    const roomy = await startGateway(
-      loadGatewayConfig({
-        LDBOX_DATA_KEY: TEST_DATA_KEY,
-        LDBOX_GATEWAY_PORT: '0',
-        LDBOX_ADMIN_TOKEN: ADMIN_TOKEN,
-        NATS_URL: nats.url,
-        LDBOX_WEBHOOK_RATE: '0',
-        LDBOX_MAX_BODY_BYTES: String(LIMIT),
-      }),
-      pino({ level: 'warn' }, sink),
-    );
+    const roomy = await startGateway(loadGatewayConfig(shared), pino({ level: 'warn' }, sink));
     t.teardown(() => roomy.close(2000));
     await waitFor(() => roomy.ready(), 15_000, 'ready');
     const roomyBase = `http://127.0.0.1:${roomy.port}`;
