@@ -196,10 +196,9 @@ class RunnerRole extends RoleLifecycle implements RunnerServer {
     }
     // Accept failures (EMFILE and the like) come as 'error' events; logged, they must not end the process.
     server.on('error', (err) => this.#log.error({ err: err.message }, 'runner listener error'));
-    this.#port = (server.address() as AddressInfo).port;
-    if (config.warmUpCalls > 0) await this.#warmUp();
-    // Stopped while it warmed up: it never reports SERVING.
-    if (this.stopping) return;
+    const bound = server.address() as AddressInfo;
+    this.#port = bound.port;
+    if (config.warmUpCalls > 0) await this.#warmUp(bound.address);
     this.health.set('', 'SERVING');
     this.health.set(RunnerService.typeName, 'SERVING');
     this.started();
@@ -217,7 +216,7 @@ class RunnerRole extends RoleLifecycle implements RunnerServer {
   }
 
   /** Runs the warm-up (warm-up.ts) while health says NOT_SERVING; a failed one is logged, never fatal. */
-  async #warmUp(): Promise<void> {
+  async #warmUp(boundAddress: string): Promise<void> {
     const config = this.#config;
     if (config.tls?.clientCa !== undefined) {
       this.#log.info('runner warm-up skipped: the port asks for client certificates, and the runner has none of its own');
@@ -226,7 +225,7 @@ class RunnerRole extends RoleLifecycle implements RunnerServer {
     this.health.set('', 'NOT_SERVING');
     this.health.set(RunnerService.typeName, 'NOT_SERVING');
     try {
-      const r = await warmUp({ host: config.host, port: this.port, token: config.token, tlsCert: config.tls?.cert }, config.warmUpCalls);
+      const r = await warmUp({ host: boundAddress, port: this.port, token: config.token, tlsCert: config.tls?.cert }, config.warmUpCalls);
       const level = r.failed > 0 ? 'warn' : 'info';
       this.#log[level]({ calls: r.answered, failed: r.failed, ms: Math.round(r.ms) }, 'runner warmed up');
     } catch (err) {

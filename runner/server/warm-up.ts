@@ -11,20 +11,23 @@
  * or alert sees the working size at once. The calls run through the same pool, limits and sandboxes as
  * any other call; they are counted in the runner's metrics like any other call.
  *
- * With TLS the runner connects to itself, accepting only its own certificate (compared by fingerprint),
- * since a loopback address is rarely among its names; with client certificates (mTLS) it has none to
- * present and skips the warm-up. A warm-up that fails is logged and the runner becomes ready anyway:
+ * It connects to the address its listener holds, never to a configured name another machine could answer.
+ * With TLS it accepts only its own certificate (compared by fingerprint), since a loopback address is
+ * rarely among its names; with client certificates (mTLS) it has none to present and skips the warm-up.
+ * (The executor's lean unary client, src/executor/grpc-unary-client.ts, is another role's and has no
+ * hook for that certificate check: this file keeps its own two-function client.) A warm-up that fails is logged and the runner becomes ready anyway:
  * it only makes the first calls faster.
  */
 import http2 from 'node:http2';
 import { X509Certificate } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
 import { create, toBinary } from '@bufbuild/protobuf';
-import { ExecuteRequestSchema, RunnerService } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
+import { ExecuteRequestSchema } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { frame } from '../wire/execute-response.js';
+import { EXECUTE_PATH } from './execute-paths.js';
 
 export interface WarmUpTarget {
-  /** The address the runner bound (a wildcard address is reached on loopback). */
+  /** The address the runner's listener is bound to (`server.address()`; a wildcard is reached on loopback). */
   host: string;
   port: number;
   token: string | undefined;
@@ -40,7 +43,6 @@ export interface WarmUpResult {
 
 /** Calls in flight during the warm-up: the load the runner's own bench puts on it (bench/execute.ts). */
 const IN_FLIGHT = 64;
-const EXECUTE_PATH = `/${RunnerService.typeName}/${RunnerService.method.execute.name}`;
 /** A warm-up that takes longer than this (a machine far busier than usual) stops where it is. */
 const MAX_WARM_UP_MS = 30_000;
 
@@ -94,11 +96,11 @@ function connect(target: WarmUpTarget): Promise<http2.ClientHttp2Session> {
   });
 }
 
-/** 0.0.0.0 and :: (and an empty host) are reached on loopback. */
-function reachableHost(host: string): string {
-  if (host === '' || host === '0.0.0.0') return '127.0.0.1';
-  if (host === '::' || host === '[::]') return '::1';
-  return host.replace(/^\[(.*)\]$/, '$1');
+/** A wildcard bind (0.0.0.0, ::) is reached on loopback. */
+function reachableHost(address: string): string {
+  if (address === '0.0.0.0') return '127.0.0.1';
+  if (address === '::') return '::1';
+  return address;
 }
 
 /** One call; true when it ended with grpc-status 0. */
