@@ -13,7 +13,7 @@
 import type { KeyRing } from '../src/crypto/secret-box.js';
 import { HTTP_LIMIT_SETTING_LIST, type HttpLimits, loadHttpLimits } from '../src/config/http-limits-config.js';
 import type { JobsStreamOptions } from '../src/nats/streams.js';
-import { normalizeBaseUrl } from '../src/workflows/workflow-model.js';
+import { normalizeBaseUrl } from '../src/workflows/base-url.js';
 import { isWorkflowValidationError } from '../src/workflows/validation-error.js';
 import type { NatsSettings } from '../src/nats/connection-options.js';
 import { ConfigError, durationSetting, type Env, hostSetting, intSetting, type SettingSpec, sizeSetting, stringSetting } from '../src/config/env-parsers.js';

@@ -6,21 +6,11 @@ import { CHECK_KINDS, type CheckKind, type CodeFile, createIntegrationChecker } 
 import { loadTypeScript, TypeScriptMissingError } from '../check/load-typescript.js';
 import { type Env, formatSize, type SizeSpec, sizeSetting } from '../config/env-parsers.js';
 import { isParseArgsError, usageMessage } from './usage-message.js';
+import { CHECK_USAGE } from './command-usage.js';
 
 class UsageError extends Error {
   override readonly name = 'UsageError';
 }
-
-export const CHECK_USAGE = 'usage: ldbox check FILE.js [FILE.js ...] [--kind generic|files|native-search|native-download]';
-
-/** What `ldbox check --help` adds to the usage line. */
-export const CHECK_ABOUT = `Type-checks integration code with TypeScript before it runs, as the sandbox runs it: each file is the body of
-an async function (top-level return and await), checked on its own, against the sandbox's globals (types/ld.d.ts:
-data, ld.*, atob, btoa, Buffer, FormData). Problems are printed as FILE:LINE:COLUMN message.
-  --kind K   the result kind the code is run with (as ldbox run --kind): every return is checked against its
-             shape (files, native-search, native-download), and all missing fields of a result are listed
-Needs the typescript package (an optional peer dependency: npm install --save-dev typescript@5).
-Exit codes: 0 no problems, 1 problems found, 2 bad usage (missing or unreadable file, unknown kind, no TypeScript).`;
 
 /** The sandbox's globals, shipped with the package (package.json `files`, export `ldbox/types`). */
 const DECLARATIONS = fileURLToPath(new URL('../../../types/ld.d.ts', import.meta.url));

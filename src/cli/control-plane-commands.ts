@@ -41,10 +41,6 @@ Executions on a running gateway's control plane.
   },
 };
 
-/** What each group is, for the top-level usage. */
-export const CONTROL_PLANE_USAGE_LINES = `  workflows ...       workflows on a running gateway (LDBOX_URL, LDBOX_ADMIN_TOKEN): apply -f FILE (create or update by name), ls
-  executions ...      executions on a running gateway: ls (filters), show ID, replay ID, tail (live)`;
-
 /** The settings part of every control-plane --help. */
 function settingsHelp(): string {
   return `\nSettings (environment):\n${formatTable(

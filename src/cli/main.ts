@@ -11,17 +11,12 @@ import { parseArgs } from 'node:util';
 import { acceptedValues, ConfigError, type SettingSpec, shownDefault } from '../config/env-parsers.js';
 import { type Command, COMMAND_SETTINGS, unknownSettingWarnings } from './known-settings.js';
 import { loadLogLevel } from '../config/log-config.js';
-import { loadExecutorConfig, startExecutor } from '../executor/index.js';
-import { loadGatewayConfig, startGateway } from '../../gateway/index.js';
-import { createLogger, type Logger } from '../logging/logger.js';
-import { loadRunnerConfig } from '../../runner/config/index.js';
-import { applyHeapGrowth, startRunnerServer } from '../../runner/server/index.js';
-import { runDev } from '../dev/dev-command.js';
-import { CONTROL_PLANE_USAGE_LINES, runControlPlaneCommand } from './control-plane-commands.js';
-import { REENCRYPT_ABOUT, runReencrypt } from './reencrypt-command.js';
-import { CHECK_ABOUT, CHECK_USAGE, checkCommand } from './check-command.js';
-import { RUN_ABOUT, RUN_USAGE, runCommand } from './run-command.js';
+import type { Logger } from '../logging/logger.js';
+import { CHECK_ABOUT, CHECK_USAGE, CONTROL_PLANE_USAGE_LINES, REENCRYPT_ABOUT, RUN_ABOUT, RUN_USAGE } from './command-usage.js';
 import { isParseArgsError, usageMessage } from './usage-message.js';
+
+// A command's module (a role, the pool, the NATS client, TypeScript) is imported when that command runs, so
+// `--help`, `--version` and a usage or configuration error answer in ~0.1 s instead of loading all of them.
 
 const USAGE = `usage: ldbox <command> [--help]
        ldbox --help | --version
@@ -109,6 +104,7 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   }
   if (first === 'workflows' || first === 'executions') {
     warnUnknownSettings();
+    const { runControlPlaneCommand } = await import('./control-plane-commands.js');
     return await runControlPlaneCommand(first, rest, process.env, { stdout, stderr }, { untilSignal });
   }
   const command = first as Command;
@@ -116,11 +112,13 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     if (command === 'run') {
       if (wantsHelp(rest)) return help(command);
       warnUnknownSettings();
+      const { runCommand } = await import('./run-command.js');
       return await runCommand(rest, process.env, { stdout, stderr }, { stdin: process.stdin, untilStopped: untilSignal });
     }
     if (command === 'check') {
       if (wantsHelp(rest)) return help(command);
       warnUnknownSettings();
+      const { checkCommand } = await import('./check-command.js');
       return await checkCommand(rest, process.env, { stdout, stderr });
     }
     // The services take no arguments but --help; `dev` takes --cluster N too.
@@ -136,14 +134,18 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     switch (command) {
       case 'runner':
         return await serveRunner();
-      case 'dev':
+      case 'dev': {
+        const { runDev } = await import('../dev/dev-command.js');
         return await runDev(process.env, { stdout, stderr }, untilSignal(), { clusterSize: cluster });
+      }
       case 'gateway':
         return await serveGateway();
       case 'executor':
         return await serveExecutor();
-      case 'reencrypt':
+      case 'reencrypt': {
+        const { runReencrypt } = await import('./reencrypt-command.js');
         return await runReencrypt(process.env, { stdout, stderr });
+      }
     }
   } catch (err) {
     if (err instanceof ConfigError) {
@@ -218,6 +220,7 @@ async function serve<C extends { host: string }>(
   start: (config: C, log: Logger) => Promise<{ port: number; close(): Promise<void> }>,
   describe: (url: string) => string,
 ): Promise<number> {
+  const { createLogger } = await import('../logging/logger.js');
   const log = createLogger(role, loadLogLevel(process.env));
   const running = await start(config, log);
   const scheme = 'tls' in config && config.tls ? 'https' : 'http';
@@ -228,22 +231,27 @@ async function serve<C extends { host: string }>(
   return 0;
 }
 
-const serveGateway = () =>
-  serve(
+async function serveGateway(): Promise<number> {
+  const { loadGatewayConfig, startGateway } = await import('../../gateway/index.js');
+  return serve(
     'gateway',
     loadGatewayConfig(process.env),
     startGateway,
     (url) => `${url} (webhooks under /api/hooks/workflows/, control plane, /healthz, /readyz, /metrics)`,
   );
+}
 
-const serveExecutor = () => {
+async function serveExecutor(): Promise<number> {
+  const { loadExecutorConfig, startExecutor } = await import('../executor/index.js');
   const config = loadExecutorConfig(process.env);
   return serve('executor', config, startExecutor, (url) => `${url} (/healthz, /readyz, /metrics); runners ${config.runnerUrls.join(', ')}`);
-};
+}
 
-const serveRunner = () => {
+async function serveRunner(): Promise<number> {
+  const { loadRunnerConfig } = await import('../../runner/config/index.js');
+  const { applyHeapGrowth, startRunnerServer } = await import('../../runner/server/index.js');
   const config = loadRunnerConfig(process.env);
   // Process-wide, so only where the runner has the process to itself (not under `ldbox dev`).
   applyHeapGrowth(config.heapGrowthPercent);
   return serve('runner', config, startRunnerServer, (url) => `${url} (gRPC, gRPC-Web, Connect; /healthz, /readyz, /metrics over HTTP/1.1 too)`);
-};
+}

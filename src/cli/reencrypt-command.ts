@@ -17,9 +17,6 @@ import { natsConnectionOptions } from '../nats/connection-options.js';
 import { KV_BUCKETS } from '../nats/streams.js';
 import { WorkflowRepository } from '../store/workflow-repository.js';
 
-export const REENCRYPT_ABOUT =
-  'usage: ldbox reencrypt [--help]\n\nSeals every stored node auth value with the current data key (LDBOX_DATA_KEY or LDBOX_DATA_KEY_FILE), reading old ones with LDBOX_DATA_KEY_OLD / LDBOX_DATA_KEY_OLD_FILE; plaintext values stored before encryption at rest are sealed too. Run it after rotating the key; afterwards the old keys can be dropped.\nExit codes: 0 done, 1 some workflow could not be opened or NATS failed, 2 a configuration error.';
-
 interface Out {
   stdout: (s: string) => void;
   stderr: (s: string) => void;

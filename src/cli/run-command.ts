@@ -6,25 +6,12 @@ import { loadRunnerConfig } from '../../runner/config/index.js';
 import { createRunnerPool, type RunnerPool } from '../../runner/pool/index.js';
 import { collectSecrets, type ResultKind, type SandboxOutcome } from '../../runner/sandbox/index.js';
 import { ConfigError, type Env } from '../config/env-parsers.js';
+import { RUN_USAGE } from './command-usage.js';
 import { isParseArgsError, usageMessage } from './usage-message.js';
 
 class UsageError extends Error {
   override readonly name = 'UsageError';
 }
-
-export const RUN_USAGE =
-  'usage: ldbox run FILE.js|- [--input JSON|@FILE] [--auth JSON|@FILE] [--timeout-ms N] [--memory-mb N]\n' +
-  '                [--kind generic|files|native-search|native-download] [--out DIR] [--watch]';
-
-/** What `ldbox run --help` adds to the usage line. */
-export const RUN_ABOUT = `Runs integration code locally in the runner's sandbox (same pool, same limits): the result as JSON on stdout, logs on stderr.
-  FILE.js | -      the code (a function body); - reads it from stdin
-  --input, --auth  data.input and data.auth: a JSON object, or @FILE to read it from a file
-  --out DIR        write the files of a files result and the file of a native-download result into DIR
-                   (created if missing; names are reduced to a plain file name, and an existing file is
-                   never overwritten: "a (1).txt" is written next to it)
-  --watch          run again whenever FILE.js (or an @FILE) changes; Ctrl-C stops
-Exit codes: 0 ok, 1 the code failed, 2 bad usage (missing file, bad JSON, bad option).`;
 
 const KINDS: readonly ResultKind[] = ['generic', 'files', 'native-search', 'native-download'];
 /** How long `--watch` waits after a change for the editor to finish writing before it runs again. */

@@ -59,9 +59,16 @@ const ALLOWED: ReadonlyMap<string, string> = new Map();
  * contract the sandbox and the built-ins share; importing it must not load the concrete table (index.ts).
  * runner/config/egress-allow-list.ts is the syntax of LDBOX_EGRESS_ALLOW that the runner's config and its
  * egress guard (runner/builtins/http, in every worker) share; importing it must not load the config
- * loader (index.ts).
+ * loader (index.ts). The gateway's and the executor's config modules are the CLI's way to their settings.
  */
-const ENTRIES: ReadonlySet<string> = new Set(['runner/builtins/guest-boundary.ts', 'runner/config/egress-allow-list.ts']);
+const ENTRIES: ReadonlySet<string> = new Set([
+  'runner/builtins/guest-boundary.ts',
+  'runner/config/egress-allow-list.ts',
+  // The settings lists the CLI prints for --help and checks LDBOX_* variables against: reading them must
+  // not load the role (src/cli/known-settings.ts; `ldbox --help` answers without a role, the pool or NATS).
+  'gateway/gateway-config.ts',
+  'src/executor/executor-config.ts',
+]);
 
 /** Ways into a role from the composition root that are not an entry, with the reason (none today). */
 const ROOT_EDGES_ALLOWED: ReadonlyMap<string, string> = new Map();

@@ -2,12 +2,16 @@
  * `ldbox --help`, `ldbox <command> --help` and `ldbox --version`: they print and exit 0 by themselves,
  * and a command's --help starts nothing (its port stays free).
  */
-import { readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import t from 'tap';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t, { type Test } from 'tap';
 import { COMMAND_SETTINGS } from '../../src/cli/known-settings.js';
 import { freePort } from '../helpers/nats-server.js';
-import { ldbox } from '../helpers/ldbox-cli.js';
+import { BIN, cleanEnv, ldbox } from '../helpers/ldbox-cli.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -80,5 +84,51 @@ t.test('bad arguments of a command: one line, exit 2, nothing started', async (t
     t.equal(r.code, 2, args.join(' '));
     t.equal(r.stderr, stderr, args.join(' '));
     t.equal(r.stdout, '', args.join(' '));
+  }
+});
+
+/** The URLs of the modules `ldbox ARGS` loads (node --import ../helpers/log-module-loads.js), and its exit code. */
+async function modulesLoadedBy(t: Test, args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; urls: string[] }> {
+  const dir = mkdtempSync(join(tmpdir(), 'ldbox-loads-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const log = join(dir, 'loads.txt');
+  const hooks = fileURLToPath(new URL('../helpers/log-module-loads.js', import.meta.url));
+  const code = await new Promise<number | null>((resolve) => {
+    const child = execFile(process.execPath, ['--import', hooks, BIN, ...args], { env: { ...cleanEnv(env), MODULE_LOAD_LOG: log }, timeout: 20_000 }, () =>
+      resolve(child.exitCode),
+    );
+  });
+  return { code, urls: readFileSync(log, 'utf8').split('\n').filter(Boolean) };
+}
+
+/** What a role, the pool or NATS brings in: none of it is needed to print usage or a configuration error. */
+const HEAVY = [
+  /\/gateway\/gateway-server\.js$/,
+  /\/src\/executor\/executor-service\.js$/,
+  /\/runner\/(server|pool|sandbox)\//,
+  /\/node_modules\/(piscina|quickjs-emscripten|@nats-io|@grpc)\//,
+  /\/typescript\//,
+];
+
+t.test("--help, --version and a command's --help load no role, pool, NATS client or TypeScript", async (t) => {
+  // The control: starting the gateway loads it (here it stops at once, on a bad port).
+  const control = await modulesLoadedBy(t, ['gateway'], { LDBOX_GATEWAY_PORT: 'x' });
+  t.equal(control.code, 2, 'the gateway with a bad port exits 2');
+  t.ok(
+    control.urls.some((u) => u.endsWith('/gateway/gateway-server.js')),
+    'the log sees the gateway loaded when it starts',
+  );
+  for (const args of [['--version'], ['--help'], ...['runner', 'gateway', 'executor', 'dev', 'run', 'check', 'reencrypt'].map((c) => [c, '--help'])]) {
+    const { code, urls } = await modulesLoadedBy(t, args);
+    t.equal(code, 0, args.join(' '));
+    t.ok(
+      urls.some((u) => u.endsWith('/src/cli/main.js')),
+      `${args.join(' ')}: the log has the CLI`,
+    );
+    t.same(
+      urls.filter((u) => HEAVY.some((re) => re.test(u))),
+      [],
+      `${args.join(' ')} loads none of them`,
+    );
   }
 });

@@ -137,12 +137,17 @@ t.test('the consumer loop and the KV cache ride out a server crash and resume on
   // restores from disk the removals of acked jobs it had not yet written, so a few acked jobs can stay in
   // the stream below the ack floor, never delivered again (2.10 removes them on recovery).
   let last = '';
-  await waitFor(async () => {
-    const [stream, consumer] = await Promise.all([jsm.streams.info('JOBS'), jsm.consumers.info('JOBS', JOBS_CONSUMER)]);
-    last = `stream last seq ${stream.state.last_seq}, ack floor ${consumer.ack_floor.stream_seq}, ` +
-      `${consumer.num_ack_pending} awaiting ack, ${consumer.num_pending} undelivered`;
-    return consumer.ack_floor.stream_seq === stream.state.last_seq && consumer.num_ack_pending === 0 && consumer.num_pending === 0;
-  }, 20_000, 'every job acked').catch((err: Error) => {
+  await waitFor(
+    async () => {
+      const [stream, consumer] = await Promise.all([jsm.streams.info('JOBS'), jsm.consumers.info('JOBS', JOBS_CONSUMER)]);
+      last =
+        `stream last seq ${stream.state.last_seq}, ack floor ${consumer.ack_floor.stream_seq}, ` +
+        `${consumer.num_ack_pending} awaiting ack, ${consumer.num_pending} undelivered`;
+      return consumer.ack_floor.stream_seq === stream.state.last_seq && consumer.num_ack_pending === 0 && consumer.num_pending === 0;
+    },
+    20_000,
+    'every job acked',
+  ).catch((err: Error) => {
     throw new Error(`${err.message} (${last})`);
   });
   t.pass(`every job acked (${last})`);

@@ -19,7 +19,6 @@ import {
   DEFAULT_WORKFLOW_LIMITS,
   EXECUTION_PAGE_SIZE,
   gracePeriodFromProto,
-  normalizeBaseUrl,
   resolvePageSize,
   toProtoWebhook,
   toProtoWorkflow,
@@ -29,6 +28,7 @@ import {
   type WorkflowRecord,
   webhookUrl,
 } from '../../src/workflows/workflow-model.js';
+import { normalizeBaseUrl } from '../../src/workflows/base-url.js';
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
 type RequestJson = Record<string, unknown>;
