@@ -24,7 +24,7 @@ import { createHealthStatus, registerHealthService, type HealthStatus } from './
 import { registerReflectionService } from './reflection-service.js';
 import { createRunnerMetrics } from './runner-metrics.js';
 import { registerRunnerService } from './runner-service.js';
-import { warmUp } from './warm-up.js';
+import { warmUp, warmUpInFlight } from './warm-up.js';
 
 export interface RunnerServer {
   /** The bound port (useful when the config asked for port 0). */
@@ -225,7 +225,8 @@ class RunnerRole extends RoleLifecycle implements RunnerServer {
     this.health.set('', 'NOT_SERVING');
     this.health.set(RunnerService.typeName, 'NOT_SERVING');
     try {
-      const r = await warmUp({ host: boundAddress, port: this.port, token: config.token, tlsCert: config.tls?.cert }, config.warmUpCalls);
+      const target = { host: boundAddress, port: this.port, token: config.token, tlsCert: config.tls?.cert };
+      const r = await warmUp(target, config.warmUpCalls, warmUpInFlight(config.pool, config.http.maxStreamsPerConnection));
       const level = r.failed > 0 ? 'warn' : 'info';
       this.#log[level]({ calls: r.answered, failed: r.failed, ms: Math.round(r.ms) }, 'runner warmed up');
     } catch (err) {

@@ -1,6 +1,7 @@
 /**
  * The runner's warm-up: before it reports ready, it sends itself `LDBOX_RUNNER_WARMUP_CALLS` Execute calls
- * of `return 1` over its own port — binary gRPC on HTTP/2, the hot path clients use — 64 at a time.
+ * of `return 1` over its own port — binary gRPC on HTTP/2, the hot path clients use — as many at a time as a
+ * busy client would keep in flight (warmUpInFlight).
  *
  * Why: a runner fresh from start served its first ~20,000 calls at ~0.77× the rate of a warm one
  * (bench/execute.ts, round 1 of every run), and its resident set grew ~35 MiB (~15 %) over those calls
@@ -41,13 +42,20 @@ export interface WarmUpResult {
   ms: number;
 }
 
-/** Calls in flight during the warm-up: the load the runner's own bench puts on it (bench/execute.ts). */
-const IN_FLIGHT = 64;
+/**
+ * Calls in flight during the warm-up: 64 per worker (what keeps a worker's queue from running dry, the
+ * load of bench/execute.ts), no more than the pool admits without RESOURCE_EXHAUSTED (its queue plus the
+ * sandboxes running) nor one HTTP/2 connection may carry. The heaps and the HTTP/2 streams' memory reach
+ * the size of that load, so a burst later does not raise the resident set past what `ready` showed.
+ */
+export function warmUpInFlight(pool: { size: number; maxQueue: number; concurrentPerWorker: number }, maxStreamsPerConnection: number): number {
+  return Math.max(1, Math.min(64 * pool.size, pool.maxQueue + pool.size * pool.concurrentPerWorker, maxStreamsPerConnection));
+}
 /** A warm-up that takes longer than this (a machine far busier than usual) stops where it is. */
 const MAX_WARM_UP_MS = 30_000;
 
-/** Sends `calls` Execute calls of `return 1` to the runner at `target`; resolves how many were answered. */
-export async function warmUp(target: WarmUpTarget, calls: number): Promise<WarmUpResult> {
+/** Sends `calls` Execute calls of `return 1` to the runner at `target`, `inFlight` at a time; resolves how many were answered. */
+export async function warmUp(target: WarmUpTarget, calls: number, inFlight: number): Promise<WarmUpResult> {
   const started = performance.now();
   const session = await connect(target);
   try {
@@ -69,7 +77,7 @@ export async function warmUp(target: WarmUpTarget, calls: number): Promise<WarmU
         else failed++;
       }
     };
-    await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, calls) }, lane));
+    await Promise.all(Array.from({ length: Math.min(inFlight, calls) }, lane));
     return { answered, failed, ms: performance.now() - started };
   } finally {
     session.close();

@@ -1,14 +1,15 @@
 /**
  * The runner's warm-up (runner/server/warm-up.ts), on real ports: the runner sends itself
  * LDBOX_RUNNER_WARMUP_CALLS Execute calls before it says ready, through its token check and over TLS
- * (its own certificate only), skips it when the port asks for client certificates, and becomes ready
- * anyway when warm-up calls fail.
+ * (its own certificate only), skips it when the port asks for client certificates, keeps no more calls in
+ * flight than the pool admits, and counts calls that fail.
  */
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import t, { type Test } from 'tap';
 import { loadRunnerConfig } from '../../runner/config/runner-config.js';
 import { startRunnerServer, type RunnerServer } from '../../runner/server/runner-server.js';
+import { warmUp, warmUpInFlight } from '../../runner/server/warm-up.js';
 import { anyFreePort } from '../../src/net/local-ports.js';
 import { makeTestCertificates } from '../helpers/test-certificates.js';
 
@@ -91,12 +92,33 @@ t.test('with client certificates (mTLS) the warm-up is skipped, and the runner i
   t.equal(server.health.get('ldbox.runner.v1.RunnerService'), 'SERVING');
 });
 
-t.test('warm-up calls that fail are logged at warn, and the runner becomes ready anyway', async (t) => {
-  // One sandbox and no queue: most of the 64 calls in flight are refused with RESOURCE_EXHAUSTED.
-  const { server, lines } = await start(t, { LDBOX_POOL_CONCURRENCY: '1', LDBOX_POOL_MAX_QUEUE: '0', LDBOX_RUNNER_WARMUP_CALLS: '500' });
+t.test('the warm-up keeps no more calls in flight than the pool admits: a small pool answers every one', async (t) => {
+  // One sandbox and no queue: the pool admits one call at a time, so the warm-up sends one at a time.
+  const { server, lines } = await start(t, { LDBOX_POOL_CONCURRENCY: '1', LDBOX_POOL_MAX_QUEUE: '0', LDBOX_RUNNER_WARMUP_CALLS: '300' });
   const line = warmedUp(lines);
-  t.ok(line && (line.failed as number) > 0, `some warm-up calls failed (${line?.failed})`);
-  t.equal(line?.level, 40, 'logged at warn');
-  t.equal((line?.calls as number) + (line?.failed as number), 500, 'every call is accounted for');
-  t.equal(server.health.get('ldbox.runner.v1.RunnerService'), 'SERVING', 'ready');
+  t.equal(line?.calls, 300, 'every warm-up call answered');
+  t.equal(line?.failed, 0, 'none refused');
+  t.equal(line?.level, 30, 'logged at info');
+  t.same(await executions(server), { ok: 300, error: 0, rejected: 0, busy: 0, cancelled: 0, internal: 0 }, 'the runner counted 300 ok, nothing else');
+});
+
+t.test('how many warm-up calls are in flight', async (t) => {
+  const pool = (size: number, maxQueue: number, concurrentPerWorker: number) => ({ size, maxQueue, concurrentPerWorker });
+  t.equal(warmUpInFlight(pool(2, 128, 4), 128), 128, 'the default pool of 2 workers: 64 per worker');
+  t.equal(warmUpInFlight(pool(1, 64, 4), 128), 64, 'one worker');
+  t.equal(warmUpInFlight(pool(8, 512, 4), 128), 128, 'no more than one HTTP/2 connection carries');
+  t.equal(warmUpInFlight(pool(2, 10, 4), 128), 18, 'no more than the pool admits: its queue and its sandboxes');
+  t.equal(warmUpInFlight(pool(1, 0, 1), 128), 1, 'at least one');
+});
+
+t.test('warm-up calls that fail are counted, not retried, and the warm-up ends', async (t) => {
+  // A runner without a warm-up of its own, one sandbox and no queue; 64 calls at once: most are refused
+  // with RESOURCE_EXHAUSTED.
+  const { server } = await start(t, { LDBOX_POOL_CONCURRENCY: '1', LDBOX_POOL_MAX_QUEUE: '0', LDBOX_RUNNER_WARMUP_CALLS: '0' });
+  const r = await warmUp({ host: '127.0.0.1', port: server.port, token: undefined, tlsCert: undefined }, 500, 64);
+  t.ok(r.failed > 0, `some calls failed (${r.failed})`);
+  t.equal(r.answered + r.failed, 500, 'every call is accounted for');
+  const counted = await executions(server);
+  t.equal(counted.ok, r.answered, 'the runner counted the answered ones as ok');
+  t.equal(counted.busy, r.failed, `and the failed ones as busy (RESOURCE_EXHAUSTED): ${JSON.stringify(counted)}`);
 });
