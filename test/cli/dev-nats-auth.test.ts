@@ -16,6 +16,7 @@ const ENV = {
   LDBOX_EXECUTOR_PORT: '0',
   LDBOX_NATS_PORT: '0',
   LDBOX_POOL_SIZE: '1',
+  LDBOX_RUNNER_WARMUP_CALLS: '0',
   LDBOX_LOG_LEVEL: 'silent',
 };
 

@@ -12,10 +12,14 @@ export interface CliResult {
   stderr: string;
 }
 
-/** The caller's environment without stray ldbox settings, plus `env`. */
+/**
+ * The caller's environment without stray ldbox settings, plus `env`. A runner started this way skips its
+ * warm-up (10,000 calls, ~1 s of both cores at every start and restart) unless `env` asks for one: the
+ * warm-up has tests of its own (test/runner/warm-up.test.ts, and the quickstart runs the defaults).
+ */
 export function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LDBOX_') && !k.startsWith('NATS_')));
-  return { ...base, ...env };
+  return { ...base, LDBOX_RUNNER_WARMUP_CALLS: '0', ...env };
 }
 
 export function ldbox(args: string[], env: Record<string, string> = {}, timeoutMs = 20_000): Promise<CliResult> {

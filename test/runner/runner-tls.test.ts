@@ -23,6 +23,8 @@ async function startTlsRunner(t: Test, env: Record<string, string>): Promise<Run
   const config = loadRunnerConfig({
     LDBOX_RUNNER_PORT: '0',
     LDBOX_POOL_SIZE: '1',
+    // The warm-up over TLS has its own test (warm-up.test.ts).
+    LDBOX_RUNNER_WARMUP_CALLS: '0',
     LDBOX_RUNNER_TLS_CERT: certs.serverCert,
     LDBOX_RUNNER_TLS_KEY: certs.serverKey,
     ...env,
@@ -169,6 +171,8 @@ t.test('close() drops a connection still in its TLS handshake', async (t) => {
   const config = loadRunnerConfig({
     LDBOX_RUNNER_PORT: '0',
     LDBOX_POOL_SIZE: '1',
+    // The warm-up over TLS has its own test (warm-up.test.ts).
+    LDBOX_RUNNER_WARMUP_CALLS: '0',
     LDBOX_RUNNER_TLS_CERT: certs.serverCert,
     LDBOX_RUNNER_TLS_KEY: certs.serverKey,
   });
