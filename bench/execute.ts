@@ -18,7 +18,8 @@
  * no other outcome may rise); one call with the same body through @grpc/grpc-js must return 1.
  *
  * Env: BENCH_SCALE multiplies the call counts and durations (default 1; e.g. 0.1 for a smoke run);
- * LDBOX_POOL_CONCURRENCY, if set, is passed to the runner (to compare pool settings).
+ * LDBOX_POOL_CONCURRENCY, if set, is passed to the runner (to compare pool settings); BENCH_STREAMS, the
+ * streams per connection of (a) (default 32: 128 calls in flight), to compare loads.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';

@@ -24,12 +24,14 @@ const ERROR_KINDS: Record<UserErrorKind, ErrorKind> = {
   'invalid-result': ErrorKind.INVALID_RESULT,
 };
 
+const logLevel = (level: SandboxOutcome['logs'][number]['level']): LogLevel => (level === 'warn' ? LogLevel.WARN : LogLevel.INFO);
+
 /** Maps a sandbox outcome to the wire message; `withResult: false` leaves `result` out. */
 export function toExecuteResponse(outcome: SandboxOutcome, queueTimeMs: number, withResult = true): ExecuteResponse {
   return create(ExecuteResponseSchema, {
     requestId: outcome.requestId,
     result: !withResult || outcome.resultJson === undefined ? undefined : jsonToValue(JSON.parse(outcome.resultJson)),
-    logs: outcome.logs.map((l) => ({ level: l.level === 'warn' ? LogLevel.WARN : LogLevel.INFO, message: l.message })),
+    logs: outcome.logs.map((l) => ({ level: logLevel(l.level), message: l.message })),
     error: outcome.error && {
       kind: ERROR_KINDS[outcome.error.kind],
       name: outcome.error.name,
@@ -104,7 +106,7 @@ function writePlainFields(outcome: SandboxOutcome, queueTimeMs: number): Uint8Ar
   if (outcome.requestId !== '') w.tag(RESPONSE.requestId, WireType.LengthDelimited).string(outcome.requestId);
   for (const log of outcome.logs) {
     w.tag(RESPONSE.logs, WireType.LengthDelimited).fork();
-    w.tag(LOG.level, WireType.Varint).int32(log.level === 'warn' ? LogLevel.WARN : LogLevel.INFO);
+    w.tag(LOG.level, WireType.Varint).int32(logLevel(log.level));
     if (log.message !== '') w.tag(LOG.message, WireType.LengthDelimited).string(log.message);
     w.join();
   }

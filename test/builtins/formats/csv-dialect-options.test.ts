@@ -5,26 +5,17 @@
  * one-column header that holds another delimiter, and every wrong, oversized or hostile option value
  * with its exact error.
  */
-import { readFileSync } from 'node:fs';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { MAX_COMMENT_CHARS } from '../../../runner/builtins/formats/csv-dialect.js';
-import { csv2parquet, csvOf, Duck, parquet2csv, thrown } from './format-test-helpers.js';
-
-type Test = Parameters<Parameters<typeof t.test>[0]>[0];
+import { csv2parquet, csvOf, Duck, fixtureFolder, parquet2csv, thrown } from './format-test-helpers.js';
 
 const duck = await Duck.open();
 t.teardown(() => duck.close());
 
-const FIXTURES = new URL('../../../../test/fixtures/csv/', import.meta.url);
-const fixture = (name: string) => readFileSync(new URL(name, FIXTURES), 'utf8');
-const fixturePath = (name: string) => new URL(name, FIXTURES).pathname;
+const { text: fixture, path: fixturePath } = fixtureFolder(new URL('../../../../test/fixtures/csv/', import.meta.url));
 
-/** Converts and returns the Parquet file's path; fails the test on `success: false`. */
-function parquetFile(t: Test, csv: string, options?: unknown): string {
-  const r = csv2parquet(csv, options);
-  t.equal(r.success, true, `converted${r.error ? `: ${r.error}` : ''}`);
-  return duck.file(r.base64);
-}
+/** Converts and returns the Parquet file's path; fails the test on `success: false` (the path then names an empty file). */
+const parquetFile = (t: Test, csv: string, options?: unknown): string => duck.parquetOf(t, csv, options) ?? duck.file(new Uint8Array());
 
 const rowsOf = (path: string) => duck.rows(`SELECT * FROM read_parquet('${path}')`);
 const failure = (error: string) => ({ base64: '', success: false, error });

@@ -6,6 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import type { Test } from 'tap';
 import { DEFAULT_BUILTIN_CONFIG, type BuiltinContext } from '../../../runner/builtins/index.js';
 import { FORMATS } from '../../../runner/builtins/formats/index.js';
 import { GuestFacingError } from '../../../runner/builtins/guest-boundary.js';
@@ -64,6 +65,14 @@ export function csvOf(r: Converted): string {
   return Buffer.from(r.base64, 'base64').toString('utf8');
 }
 
+/** Reading the files of a fixture folder (a URL ending in '/'): their text and their path. */
+export function fixtureFolder(folder: URL): { text(name: string): string; path(name: string): string } {
+  return {
+    text: (name) => readFileSync(new URL(name, folder), 'utf8'),
+    path: (name) => new URL(name, folder).pathname,
+  };
+}
+
 /** An in-memory DuckDB with a temp directory for Parquet files. */
 export class Duck {
   readonly dir = mkdtempSync(join(tmpdir(), 'ldbox-formats-'));
@@ -84,6 +93,16 @@ export class Duck {
     const path = join(this.dir, `f${this.n++}.${ext}`);
     writeFileSync(path, typeof data === 'string' ? Buffer.from(data, 'base64') : data);
     return path;
+  }
+
+  /**
+   * csv2parquet of `csv` written to a new file: its path, or `undefined` after a failed assertion
+   * (`what: the error`) when the conversion failed.
+   */
+  parquetOf(t: Test, csv: string, options?: unknown, what = 'converted'): string | undefined {
+    const r = csv2parquet(csv, options);
+    t.equal(r.success, true, `${what}${r.error ? `: ${r.error}` : ''}`);
+    return r.success ? this.file(r.base64) : undefined;
   }
 
   path(ext = 'parquet'): string {

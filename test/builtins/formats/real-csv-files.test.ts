@@ -14,18 +14,13 @@
  * Then: the files with their delimiter or comment option left out are refused with an error that says
  * what to pass, never read as one silent column.
  */
-import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { csv2parquet, csvOf, Duck, parquet2csv } from './format-test-helpers.js';
-
-type Test = Parameters<Parameters<typeof t.test>[0]>[0];
+import { csv2parquet, csvOf, Duck, fixtureFolder, parquet2csv } from './format-test-helpers.js';
 
 const duck = await Duck.open();
 t.teardown(() => duck.close());
 
-const REAL = new URL('../../../../test/fixtures/csv/real/', import.meta.url);
-const text = (name: string) => readFileSync(new URL(name, REAL), 'utf8');
-const pathOf = (name: string) => new URL(name, REAL).pathname;
+const { text, path: pathOf } = fixtureFolder(new URL('../../../../test/fixtures/csv/real/', import.meta.url));
 
 interface RealFile {
   name: string;
@@ -194,13 +189,6 @@ const FILES: RealFile[] = [
   },
 ];
 
-/** csv2parquet, or a failed test; returns the Parquet file's path. */
-function toParquet(t: Test, csv: string, options: unknown, what: string): string | undefined {
-  const r = csv2parquet(csv, options);
-  t.equal(r.success, true, `${what}${r.error ? `: ${r.error}` : ''}`);
-  return r.success ? duck.file(r.base64) : undefined;
-}
-
 /** How many rows are in one query and not the other, both ways (`[[0, 0]]` when equal as multisets). */
 function difference(a: string, b: string): Promise<unknown[][]> {
   return duck.rows(`SELECT (SELECT count(*) FROM ((${a}) EXCEPT ALL (${b})))::INT, (SELECT count(*) FROM ((${b}) EXCEPT ALL (${a})))::INT`);
@@ -212,7 +200,7 @@ const fromParquet = (path: string) => `SELECT * FROM read_parquet(${sqlString(pa
 
 for (const f of FILES) {
   t.test(`${f.name}: csv2parquet ${JSON.stringify(f.options)} agrees with DuckDB's read_csv; the round trips keep types and values`, async (t) => {
-    const path = toParquet(t, text(f.name), f.options, 'csv2parquet');
+    const path = duck.parquetOf(t, text(f.name), f.options, 'csv2parquet');
     if (!path) return;
     t.same(await duck.describe(path), f.columns, 'column names and types');
     t.same(await duck.rows(`SELECT count(*)::INT FROM read_parquet(${sqlString(path)})`), [[f.rows]], 'row count');
@@ -240,7 +228,7 @@ for (const f of FILES) {
 
     // parquet2csv → csv2parquet (its CSV is always `,`-separated, so the default dialect reads it).
     const csv1 = csvOf(parquet2csv(duck.read(path)));
-    const again = toParquet(t, csv1, undefined, 'csv2parquet of parquet2csv');
+    const again = duck.parquetOf(t, csv1, undefined, 'csv2parquet of parquet2csv');
     if (!again) return;
     t.same(await duck.describe(again), f.columns, 'round trip: the same column types');
     t.same(await difference(fromParquet(path), fromParquet(again)), [[0, 0]], 'round trip: the same values');
@@ -249,7 +237,7 @@ for (const f of FILES) {
     // DuckDB's own Parquet of the file (its types) → parquet2csv → csv2parquet keeps DuckDB's types.
     const duckParquet = duck.path();
     await duck.run(`COPY (SELECT * FROM ${sniffed}) TO ${sqlString(duckParquet)} (FORMAT parquet)`);
-    const fromDuck = toParquet(t, csvOf(parquet2csv(duck.read(duckParquet))), undefined, "csv2parquet of parquet2csv of DuckDB's Parquet");
+    const fromDuck = duck.parquetOf(t, csvOf(parquet2csv(duck.read(duckParquet))), undefined, "csv2parquet of parquet2csv of DuckDB's Parquet");
     if (!fromDuck) return;
     t.same(await duck.describe(fromDuck), expected, "DuckDB's Parquet, round trip: DuckDB's types");
     t.same(await difference(fromParquet(duckParquet), fromParquet(fromDuck)), [[0, 0]], "DuckDB's Parquet, round trip: the same values");
@@ -257,7 +245,7 @@ for (const f of FILES) {
 }
 
 t.test('inferDates: false keeps the dates of seattle-weather.csv as their text', async (t) => {
-  const path = toParquet(t, text('seattle-weather.csv'), { inferDates: false }, 'csv2parquet');
+  const path = duck.parquetOf(t, text('seattle-weather.csv'), { inferDates: false }, 'csv2parquet');
   if (!path) return;
   t.same((await duck.describe(path))[0], ['date', 'VARCHAR']);
   const duckText = `SELECT * FROM read_csv(${sqlString(pathOf('seattle-weather.csv'))}, header=true, types={'date': 'VARCHAR'})`;
