@@ -7,11 +7,11 @@ import t from 'tap';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsState } from '../../src/nats/connect.js';
 import { claimIdempotencyKey } from '../../src/nats/idempotency.js';
-import { JOBS_CONSUMER, ensureJobConsumer, runJobConsumer } from '../../src/nats/job-consumer.js';
+import { ensureJobConsumer, runJobConsumer } from '../../src/nats/job-consumer.js';
 import { JobPublisher, type PublishResult } from '../../src/nats/job-publisher.js';
 import { watchKvBucket } from '../../src/nats/kv-cache.js';
 import { KV_BUCKETS, ensureJobsStream, ensureKvBuckets, jobSubject } from '../../src/nats/streams.js';
-import { enc, natsFixture, sleep, startTcpProxy, testClient, waitFor } from './util.js';
+import { enc, jobsAllAcked, natsFixture, sleep, startTcpProxy, testClient, waitFor } from './util.js';
 
 t.test('kill -9 mid-publish: fast `unavailable`, reconnecting state, then self-recovery with every acked job kept', async (t) => {
   const { server, client, jsm } = await natsFixture(t);
@@ -132,18 +132,12 @@ t.test('the consumer loop and the KV cache ride out a server crash and resume on
   // The JetStreamManager made before the crash still works: the connection object survives reconnects.
   // An ack sent as the server died is lost: that job comes back after ack_wait (2 s) and is acked then;
   // a busy machine needs more than one such round.
-  // "All acked" is the consumer's view (what the executor's own status reports): its ack floor reaches the
-  // last job and nothing awaits an ack. Not the stream's message count: after kill -9, nats-server 2.9
-  // restores from disk the removals of acked jobs it had not yet written, so a few acked jobs can stay in
-  // the stream below the ack floor, never delivered again (2.10 removes them on recovery).
   let last = '';
   await waitFor(
     async () => {
-      const [stream, consumer] = await Promise.all([jsm.streams.info('JOBS'), jsm.consumers.info('JOBS', JOBS_CONSUMER)]);
-      last =
-        `stream last seq ${stream.state.last_seq}, ack floor ${consumer.ack_floor.stream_seq}, ` +
-        `${consumer.num_ack_pending} awaiting ack, ${consumer.num_pending} undelivered`;
-      return consumer.ack_floor.stream_seq === stream.state.last_seq && consumer.num_ack_pending === 0 && consumer.num_pending === 0;
+      const acked = await jobsAllAcked(jsm);
+      last = acked.detail;
+      return acked.done;
     },
     20_000,
     'every job acked',

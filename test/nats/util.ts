@@ -2,6 +2,7 @@
 import type { Test } from 'tap';
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connectNats, type NatsClient } from '../../src/nats/connect.js';
+import { JOBS_CONSUMER } from '../../src/nats/job-consumer.js';
 import { startNatsServer, type NatsServerOptions, type TestNatsServer } from '../helpers/nats-server.js';
 
 export interface NatsFixture {
@@ -95,4 +96,20 @@ export async function startTcpProxy(t: Test, targetPort: number): Promise<TcpPro
   };
   t.teardown(() => proxy.close());
   return proxy;
+}
+
+/**
+ * Whether every job in JOBS is acked, from the executor's consumer's view: its ack floor at the stream's
+ * last job, nothing awaiting an ack, nothing undelivered. Not the stream's message count: after a SIGKILL,
+ * nats-server 2.9 restores from disk the removals of acked jobs it had not yet written, so acked jobs can
+ * stay in the stream below the ack floor, never delivered again (2.10 removes them on recovery).
+ */
+export async function jobsAllAcked(jsm: JetStreamManager): Promise<{ done: boolean; detail: string }> {
+  const [stream, consumer] = await Promise.all([jsm.streams.info('JOBS'), jsm.consumers.info('JOBS', JOBS_CONSUMER)]);
+  return {
+    done: consumer.ack_floor.stream_seq === stream.state.last_seq && consumer.num_ack_pending === 0 && consumer.num_pending === 0,
+    detail:
+      `stream last seq ${stream.state.last_seq} (${stream.state.messages} kept), ack floor ${consumer.ack_floor.stream_seq}, ` +
+      `${consumer.num_ack_pending} awaiting ack, ${consumer.num_pending} undelivered`,
+  };
 }
