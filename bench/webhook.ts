@@ -40,7 +40,8 @@
  * Part 2 (bench/lib/webhook-e2e.ts): webhook → succeeded execution, end to end, with gateway, runner and
  * executor each in its own process: sequential webhooks (unloaded latency), then a burst on a few
  * connections (executions/s and latency under that load). BENCH_WEBHOOK_E2E_N (200, quick 30; --e2e-n=N),
- * BENCH_WEBHOOK_E2E_M (4000, quick 300; --e2e-m=M), BENCH_WEBHOOK_E2E_CONNS (4; --e2e-conns=C),
+ * BENCH_WEBHOOK_E2E_M (4000, quick 300; --e2e-m=M), BENCH_WEBHOOK_E2E_WARMUP (a warm-up burst before both phases,
+ * not counted: 2000, quick 100; --e2e-warmup=W), BENCH_WEBHOOK_E2E_CONNS (4; --e2e-conns=C),
  * BENCH_WEBHOOK_E2E_TIMEOUT_S (60; --e2e-timeout=S); `--e2e-only` skips part 1; BENCH_WEBHOOK_E2E_PROF
  * ("executor,runner", …: those children run with `node --cpu-prof`, profiles in a printed temp dir).
  * Part 2 prints its goals (issue): a burst of 4000 webhooks to one workflow at ≥ 1,500 executions/s (first POST →
@@ -97,6 +98,7 @@ const BODY_BYTES = Math.floor(num(process.env.BENCH_WEBHOOK_BODY_BYTES ?? '1023'
 const E2E_ONLY = flags.has('e2e-only');
 const E2E_N = Math.floor(num(setting('e2e-n', 'BENCH_WEBHOOK_E2E_N', '200', '30'), 'e2e-n'));
 const E2E_M = Math.floor(num(setting('e2e-m', 'BENCH_WEBHOOK_E2E_M', '4000', '300'), 'e2e-m'));
+const E2E_WARMUP = Math.floor(num(setting('e2e-warmup', 'BENCH_WEBHOOK_E2E_WARMUP', '2000', '100'), 'e2e-warmup'));
 const E2E_KINDS = ['gateway', 'runner', 'executor'] as const;
 const E2E_PROF = (process.env.BENCH_WEBHOOK_E2E_PROF ?? '')
   .split(',')
@@ -449,6 +451,7 @@ async function main(): Promise<void> {
       profileDir: e2eProf,
       sequential: E2E_N,
       burst: E2E_M,
+      warmupBurst: E2E_WARMUP,
       conns: E2E_CONNS,
       timeoutMs: E2E_TIMEOUT_MS,
       log: (line) => console.error(line),
@@ -471,7 +474,7 @@ function printEndToEnd(e: EndToEndResult): void {
   const s = e.settings;
   console.log(
     `\n==== part 2: webhook POST → execution \`succeeded\` (record timestamps: when nats-server stored the \`succeeded\` record), gateway + runner + executor in 3 processes, not pinned; ` +
-      `one-node workflow; runner pool ${s.poolSize}, executor concurrency ${s.executorConcurrency}; ${s.warmup} warm-up webhooks not counted ====`,
+      `one-node workflow; runner pool ${s.poolSize}, executor concurrency ${s.executorConcurrency}; warm-up not counted: ${s.warmup} webhooks one at a time + a burst of ${s.warmupBurst} ====`,
   );
   const head = ['phase', 'sent', 'succeeded', 'failed', 'exec/s', 'p50 ms', 'p99 ms', 'max ms', 'POST→202 p50', '202→running p50', 'running→succeeded p50'];
   const row = (name: string, p: EndToEndPhase) => [

@@ -21,7 +21,8 @@
  *     write per request), and for phase (a) one KV watch (updates only, not polling) on `<workflowId>.*`:
  *     each entry's `status` is timestamped on arrival (`running` first seen, `succeeded`/`failed`).
  *
- * Phases (a few warm-up webhooks first, not counted):
+ * Phases, after a warm-up that is not counted (a few webhooks one at a time, then a burst of `warmupBurst`, so
+ * that every process runs optimised code, as a service that has been up for a while does):
  *   (a) unloaded: `sequential` webhooks one after the other, each POST → 202 → wait for `succeeded` → next;
  *   (b) throughput: `burst` webhooks sent as fast as `conns` keep-alive connections allow (one request in
  *       flight each), then waiting for all of them; executions/s = burst / (first POST → last `succeeded`
@@ -103,7 +104,16 @@ export interface EndToEndResult {
   unloaded: EndToEndPhase;
   /** Phase (b), as fast as `conns` connections allow. */
   loaded: EndToEndPhase & { conns: number };
-  settings: { sequential: number; burst: number; conns: number; warmup: number; timeoutMs: number; poolSize: string; executorConcurrency: string };
+  settings: {
+    sequential: number;
+    burst: number;
+    conns: number;
+    warmup: number;
+    warmupBurst: number;
+    timeoutMs: number;
+    poolSize: string;
+    executorConcurrency: string;
+  };
   /** os.loadavg()[0] before and after part 2 (other people's work on this shared machine shows here). */
   loadAvg1: { before: number; after: number };
 }
@@ -117,6 +127,8 @@ export interface EndToEndOptions {
   conns?: number;
   /** Uncounted webhooks before phase (a). Default 10. */
   warmup?: number;
+  /** Webhooks sent as a burst (on `conns` connections) after the sequential warm-up, not counted: the JIT's and NATS's steady state. */
+  warmupBurst?: number;
   /** Per webhook: POST → `succeeded` longer than this is a failure. Default 60 s. */
   timeoutMs?: number;
   /** Progress lines on stderr. */
@@ -415,6 +427,7 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
   const burst = opts.burst ?? 4000;
   const conns = opts.conns ?? 4;
   const warmup = opts.warmup ?? 10;
+  const warmupBurst = opts.warmupBurst ?? 0;
   const timeoutMs = opts.timeoutMs ?? 60_000;
   const log = opts.log ?? (() => undefined);
   const loadBefore = loadavg()[0]!;
@@ -541,6 +554,25 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
       });
     };
 
+    /** Sends `count` webhooks as fast as `conns` keep-alive connections allow (one in flight each); the ids of the 202s. */
+    const sendBurst = async (count: number): Promise<string[]> => {
+      const burstConns = Array.from({ length: conns }, () => open(gateway.port));
+      const ids: string[] = [];
+      let sent = 0;
+      await Promise.all(
+        burstConns.map(async (first) => {
+          let conn = first;
+          while (sent < count) {
+            sent++;
+            if (conn.failed) conn = open(gateway.port); // the failed POST is counted; the next goes on a new connection
+            const id = await fire(conn);
+            if (id) ids.push(id);
+          }
+        }),
+      );
+      return ids;
+    };
+
     /** CPU so far, µs, of every process that takes part. */
     const cpuNow = (): Record<string, number> => {
       const out: Record<string, number> = {};
@@ -598,6 +630,13 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
       const id = await fire(seqConnNow());
       if (id) await finished(id, performance.now() + timeoutMs);
     }
+    if (warmupBurst > 0) {
+      // The JIT's steady state (and NATS's): after 10 webhooks the code still runs unoptimised (p50 ~6 ms, not ~3).
+      log(`part 2: warm-up: ${warmupBurst} webhooks on ${conns} connections…`);
+      const ids = await sendBurst(warmupBurst);
+      const deadline = performance.now() + timeoutMs;
+      for (const id of ids) await finished(id, deadline);
+    }
     if (rejected.length) log(`part 2: warm-up: ${rejected.length} webhook(s) not accepted, first: ${rejected[0]!.error}`);
     rejected.length = 0;
 
@@ -628,24 +667,11 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
     await watching.catch(() => undefined);
     log(`part 2: ${burst} webhooks on ${conns} connections…`);
     const rejFrom = rejected.length;
-    const burstConns = Array.from({ length: conns }, () => open(gateway.port));
-    const burstIds: string[] = [];
-    let next = 0;
     const jsm = await jetstreamManager(nc);
     offset = epochOffsetMs();
     const burstCpu = cpuNow();
     const burstT0 = performance.now();
-    await Promise.all(
-      burstConns.map(async (first) => {
-        let conn = first;
-        while (next < burst) {
-          next++;
-          if (conn.failed) conn = open(gateway.port); // the failed POST is counted; the next goes on a new connection
-          const id = await fire(conn);
-          if (id) burstIds.push(id);
-        }
-      }),
-    );
+    const burstIds = await sendBurst(burst);
     const lastPost = performance.now();
     log(`part 2: ${burstIds.length} accepted in ${((lastPost - burstT0) / 1000).toFixed(1)} s, waiting for the executions…`);
     const emptied = await jobsEmptied(jsm, lastPost + timeoutMs);
@@ -677,6 +703,7 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
         burst,
         conns,
         warmup,
+        warmupBurst,
         timeoutMs,
         poolSize: process.env.LDBOX_POOL_SIZE ?? 'default (1 per core)',
         executorConcurrency: EXECUTOR_CONCURRENCY,

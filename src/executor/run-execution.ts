@@ -11,9 +11,12 @@
  *   again (the runner cannot tell whether its side effects happened; integration code that must not
  *   repeat them keys them on `data.input`'s execution id or its own idempotency keys);
  * - the cost is charged once per execution: the charge is a message keyed by the execution id that the
- *   ledger stores once and refuses ever after, sent before the final record is written (which then says
- *   `charged: true`). A crash between the two makes the redelivery charge again — refused — so nothing is
- *   charged twice, and a finished record always has its charge;
+ *   ledger stores once and refuses ever after. It is sent together with the final record (which says
+ *   `charged: true`), one round trip to NATS instead of two, and the job is acked only once both are
+ *   stored. Should either be lost (a crash, a NATS error), the job comes back: a lost record makes the
+ *   redelivery finish the execution and charge again, a lost charge makes it find the finished record
+ *   and send the charge again ({@link settleCharge}); the ledger refuses a charge it holds, so nothing is
+ *   charged twice, and a finished record always gets its charge;
  * - every write of the record is fenced: a compare-and-set on the KV revision this attempt read or last
  *   wrote. An executor that lost its job (its delivery timed out and the job went to another executor,
  *   or it was cut off from NATS meanwhile) finds the record moved on at its next write; it then re-reads
@@ -346,30 +349,38 @@ async function runNode(
   return { node: { id: node.id, status: 'succeeded', startedAt, finishedAt, logs: res.logs, output }, costUnits };
 }
 
-/** Charges the execution's cost, then writes the final record (see the module comment for the order). */
+/**
+ * Charges the execution's cost and writes the final record, at once (see the module comment for why that
+ * is safe): resolves once both are stored; throws (the job is retried) if either failed.
+ */
 async function finish(f: Fenced, status: 'succeeded' | 'failed', error: string, deps: ExecutionDeps): Promise<RunOutcome> {
   const rec = f.rec;
   rec.status = status;
   rec.error = error;
   rec.finishedAt = (deps.now ?? (() => new Date()))().toISOString();
-  rec.charged = false;
-  await settleCharge(rec, deps);
-  await save(f, deps);
+  rec.charged = true;
+  const [charged, saved] = await Promise.allSettled([sendCharge(rec, deps), save(f, deps)]);
+  // The record's outcome first: one that moved on ends the attempt quietly (fenced), whatever the charge did.
+  if (saved.status === 'rejected') throw saved.reason;
+  if (charged.status === 'rejected') throw charged.reason;
   return status;
 }
 
 /**
- * Charges a finished execution's cost unless its record says it was (`charged: true`; the ledger would
- * refuse a second charge anyway). A finished record with `charged: false` was left by an executor of the
- * per-workspace counter this ledger replaced, which crashed before charging: it is charged now. Records
- * from before the field existed (undefined) owe nothing.
+ * The charge of a finished record read on a redelivery, sent again: the attempt that wrote the record may
+ * have died before its charge was stored, and the ledger refuses it if it was. `charged: false` (a
+ * cancelled execution whose nodes' cost is owed) is charged and set; records from before the field
+ * existed (undefined) owe nothing.
  */
 async function settleCharge(rec: ExecutionRecord, deps: ExecutionDeps): Promise<void> {
-  if (rec.charged !== false) return;
-  if (rec.costUnits > 0) {
-    await deps.charges.charge({ workspace: rec.workspace, executionId: rec.id, units: rec.costUnits, at: rec.finishedAt ?? new Date().toISOString() });
-  }
+  if (rec.charged === undefined) return;
+  await sendCharge(rec, deps);
   rec.charged = true;
+}
+
+async function sendCharge(rec: ExecutionRecord, deps: ExecutionDeps): Promise<void> {
+  if (rec.costUnits <= 0) return;
+  await deps.charges.charge({ workspace: rec.workspace, executionId: rec.id, units: rec.costUnits, at: rec.finishedAt ?? new Date().toISOString() });
 }
 
 /**

@@ -76,10 +76,10 @@ export interface ExecutionRecord {
   attempts: number;
   costUnits: number;
   /**
-   * True on a finished record once its cost is in the CHARGES ledger (src/store/charge-ledger.ts; the charge
-   * is sent before the final write). `false` on a finished record: written by an executor of the former
-   * per-workspace counter that crashed before charging; a redelivery charges it. Absent: nothing owed
-   * (records from before the field, running ones).
+   * True on a finished record: its cost goes to the CHARGES ledger (src/store/charge-ledger.ts) with this
+   * write, and a redelivery of its job sends it again (the ledger keeps one). `false` on a finished record:
+   * a cost is owed (a cancelled execution's nodes); the executor charges it. Absent: nothing owed (records
+   * from before the field, running ones).
    */
   charged?: boolean;
   /** Nodes whose output was too large to record (the executor's own bookkeeping, not shown). */

@@ -167,7 +167,30 @@ t.test('a crash between charging and recording: the redelivery charges again, re
   t.equal(await spent(s), 4, 'charged once, after the roll-up too');
 });
 
-t.test('a finished record an older executor left uncharged (`charged: false`) is charged on redelivery, once; others are not', async (t) => {
+t.test('the final record stored but its charge lost: the redelivery finds the record and charges it, once', async (t) => {
+  const s = await stores(t);
+  const wf = workflow(['a']);
+  const job = jobOf(wf);
+  // Charge and final record go out together; here the charge never arrives (NATS failed it, or the executor died).
+  const lost = deps(s, wf, 150, {
+    charges: {
+      charge: async () => {
+        throw new Error('the charge was lost');
+      },
+    },
+  });
+  await t.rejects(runExecution(job, 1, lost), { message: 'the charge was lost' }, 'the attempt fails: the job is not acked');
+  const rec = (await s.executions.read(wf.id, job.executionId)).record!;
+  t.equal(rec.status, 'succeeded', 'the record was written');
+  t.equal(rec.charged, true);
+  t.equal(await spent(s), 0, 'nothing charged yet');
+  t.equal(await runExecution(job, 2, deps(s, wf, 150)), 'already_finished', 'the redelivery finds it finished');
+  t.equal(await spent(s), 2, 'and charges it: one node of 150 ms, 2 units');
+  t.equal(await runExecution(job, 3, deps(s, wf, 150)), 'already_finished');
+  t.equal(await spent(s), 2, 'once');
+});
+
+t.test('a finished record owing its cost (`charged: false`) is charged on redelivery, once; one without the field owes nothing', async (t) => {
   const s = await stores(t);
   const wf = workflow(['a']);
   const job = jobOf(wf);
@@ -191,11 +214,6 @@ t.test('a finished record an older executor left uncharged (`charged: false`) is
   t.equal(await runExecution(job, 2, deps(s, wf, 10)), 'already_finished');
   t.equal(await runExecution(job, 3, deps(s, wf, 10)), 'already_finished');
   t.equal(await spent(s), 3, 'charged once');
-  // One the older executor did charge (its counter) is left alone.
-  const counted = { ...legacy, id: newExecutionId(new Date()), charged: true };
-  await s.executions.write(counted, 0);
-  t.equal(await runExecution({ ...job, executionId: counted.id }, 2, deps(s, wf, 10)), 'already_finished');
-  t.equal(await spent(s), 3, 'not charged again');
   // One from before the field existed owes nothing.
   const older = { ...legacy, id: newExecutionId(new Date()) } as Partial<ExecutionRecord>;
   delete older.charged;
