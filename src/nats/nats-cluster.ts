@@ -36,6 +36,8 @@ export interface NatsClusterOptions {
   pidFiles?: boolean;
   /** Own process groups (see NatsServerProcessOptions.detached). */
   detached?: boolean;
+  /** Runs each node under this command (e.g. `['taskset', '-c', '0']`: a bench pins them; see NatsServerProcessOptions.wrap). */
+  wrap?: string[];
   startTimeoutMs?: number;
 }
 
@@ -125,6 +127,7 @@ async function startNode(
       config,
       logFile: opts.logFiles ? join(dir, 'nats-server.log') : undefined,
       detached: opts.detached,
+      wrap: opts.wrap,
       pidFile: opts.pidFiles ? join(dir, 'nats-server.pid') : undefined,
       args: monitorPort === undefined ? undefined : ['-m', String(monitorPort)],
       startTimeoutMs: opts.startTimeoutMs,
