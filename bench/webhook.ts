@@ -46,6 +46,21 @@
  * ("executor,runner", …: those children run with `node --cpu-prof`, profiles in a printed temp dir).
  * Part 2 prints its goals (issue): a burst of 4000 webhooks to one workflow at ≥ 1,500 executions/s (first POST →
  * last succeeded) and a single webhook → succeeded p50 ≤ 3 ms, with the CPU each process spent per execution.
+ *
+ * Part 3 (bench/lib/webhook-replicas.ts): the R3 vs R1 ingest cost — part 1's gateway measurement against its own
+ * 3-node nats-server cluster on loopback, the gateway's JOBS stream and KV buckets with 3 replicas
+ * (`LDBOX_JOBS_REPLICAS=3`) against 1, alternating R1 → R3 in rounds on the same cluster (streams deleted and
+ * recreated by the gateway for each; replica counts checked before and after each window). Part 1's load
+ * generator, warm-up and window, CPU per accepted webhook of the gateway and of the three nats-servers
+ * together, and pinning: with it, the gateway on CPU 1, the three nats-servers and the load generator on
+ * CPU 0. Prints the medians and "R3 vs R1 ingest: rate ×…, p50 ×…, nats-server CPU per webhook ×…" (ratios
+ * within a round). The gateway's NATS_URL is the seed list of all three, and it is restarted until its connection
+ * is on the JOBS leader's node, for R1 and R3 alike (the client picks a node at random; through another node a
+ * publish costs R1 about twice the nats-server CPU, noise as large as what is measured):
+ * BENCH_WEBHOOK_R_PLACEMENT=any (--r-placement=any) measures it wherever it lands. BENCH_WEBHOOK_R_CONNS (64;
+ * --r-conns=C), BENCH_WEBHOOK_R_ROUNDS (2, quick 1; --r-rounds=N).
+ *
+ * Parts: all three by default; `--e2e-only` runs part 2 alone, `--replicas-only` part 3 alone.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -55,6 +70,7 @@ import { randomBytes } from 'node:crypto';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { DiscardPolicy, jetstreamManager, RetentionPolicy, StorageType, type JetStreamManager } from '@nats-io/jetstream';
 import { measureEndToEnd, type EndToEndPhase, type EndToEndResult } from './lib/webhook-e2e.js';
+import { measureReplicaCost, REPLICA_COUNTS, type ReplicaCostResult, type ReplicaMeasurement } from './lib/webhook-replicas.js';
 import type { LoadResult, LoadSpec } from './lib/webhook-load.js';
 import { procCpuMicros, startBenchNats, type BenchNatsServer } from './lib/webhook-nats.js';
 
@@ -96,6 +112,12 @@ for (const k of KINDS) if (!ALL_KINDS.includes(k)) throw new Error(`unknown serv
 const PROF = process.env.BENCH_WEBHOOK_PROF as ServerKind | undefined;
 const BODY_BYTES = Math.floor(num(process.env.BENCH_WEBHOOK_BODY_BYTES ?? '1023', 'BENCH_WEBHOOK_BODY_BYTES'));
 const E2E_ONLY = flags.has('e2e-only');
+const REPLICAS_ONLY = flags.has('replicas-only');
+if (E2E_ONLY && REPLICAS_ONLY) throw new Error('--e2e-only and --replicas-only exclude each other');
+const R_CONNS = Math.floor(num(setting('r-conns', 'BENCH_WEBHOOK_R_CONNS', '64'), 'r-conns'));
+const R_ROUNDS = Math.floor(num(setting('r-rounds', 'BENCH_WEBHOOK_R_ROUNDS', '2', '1'), 'r-rounds'));
+const R_PLACEMENT = setting('r-placement', 'BENCH_WEBHOOK_R_PLACEMENT', 'leader');
+if (R_PLACEMENT !== 'leader' && R_PLACEMENT !== 'any') throw new Error(`r-placement must be leader or any, got "${R_PLACEMENT}"`);
 const E2E_N = Math.floor(num(setting('e2e-n', 'BENCH_WEBHOOK_E2E_N', '200', '30'), 'e2e-n'));
 const E2E_M = Math.floor(num(setting('e2e-m', 'BENCH_WEBHOOK_E2E_M', '4000', '300'), 'e2e-m'));
 const E2E_WARMUP = Math.floor(num(setting('e2e-warmup', 'BENCH_WEBHOOK_E2E_WARMUP', '2000', '100'), 'e2e-warmup'));
@@ -123,6 +145,16 @@ const ADMIN_TOKEN = `bench-admin-${randomBytes(12).toString('hex')}`;
 /** The gateway requires a data key (it seals stored secrets); a fresh one per run. */
 const DATA_KEY = randomBytes(32).toString('base64');
 const MAX_PAYLOAD = 8 * 1024 * 1024; // fits maxJobBytes(5 MiB), the gateway's default body limit
+/** The gateway's env in parts 1 and 3, but for NATS_URL (and part 3's LDBOX_JOBS_REPLICAS). */
+const GATEWAY_ENV: NodeJS.ProcessEnv = {
+  LDBOX_GATEWAY_PORT: '0',
+  LDBOX_GATEWAY_HOST: '127.0.0.1',
+  LDBOX_ADMIN_TOKEN: ADMIN_TOKEN,
+  LDBOX_DATA_KEY: DATA_KEY,
+  LDBOX_WEBHOOK_RATE: '0',
+  LDBOX_JOBS_MAX_MSGS: '100000000',
+  LDBOX_JOBS_MAX_BYTES: String(16 * 1024 ** 3),
+};
 const REF_STREAM = 'BENCH_REF';
 const HERE = new URL('.', import.meta.url).pathname;
 const SERVER_JS = join(HERE, 'lib', 'webhook-server.js');
@@ -277,7 +309,7 @@ async function runLoad(
   target: Target,
   conns: number,
   body: string,
-  nats: BenchNatsServer,
+  nats: Pick<BenchNatsServer, 'cpuMicros'>,
 ): Promise<{ load: LoadResult; serverUsPerReq: number; natsUsPerReq: number; foreignCores: number }> {
   const spec: LoadSpec = { host: '127.0.0.1', port: server.port, path: target.path, headers: target.headers, body, conns };
   const proc = spawnNode(SIDE_CPU, [LOAD_JS, JSON.stringify(spec)], process.env, 'inherit');
@@ -397,21 +429,10 @@ async function main(): Promise<void> {
       headers: { 'content-type': 'application/json', 'x-webhook-secret': secret },
     };
 
-    for (let round = 1; round <= (E2E_ONLY ? 0 : ROUNDS); round++) {
+    for (let round = 1; round <= (E2E_ONLY || REPLICAS_ONLY ? 0 : ROUNDS); round++) {
       for (const kind of KINDS) {
         const env: NodeJS.ProcessEnv =
-          kind === 'gateway'
-            ? {
-                LDBOX_GATEWAY_PORT: '0',
-                LDBOX_GATEWAY_HOST: '127.0.0.1',
-                LDBOX_ADMIN_TOKEN: ADMIN_TOKEN,
-                LDBOX_DATA_KEY: DATA_KEY,
-                NATS_URL: nats.url,
-                LDBOX_WEBHOOK_RATE: '0',
-                LDBOX_JOBS_MAX_MSGS: '100000000',
-                LDBOX_JOBS_MAX_BYTES: String(16 * 1024 ** 3),
-              }
-            : { NATS_URL: nats.url, BENCH_SECRET: secret, BENCH_REF_SUBJECT: `bench.ref.${wfId}` };
+          kind === 'gateway' ? { ...GATEWAY_ENV, NATS_URL: nats.url } : { NATS_URL: nats.url, BENCH_SECRET: secret, BENCH_REF_SUBJECT: `bench.ref.${wfId}` };
         if (kind === 'reference') await freshRefStream(jsm);
         const server = await startServer(kind, env);
         try {
@@ -441,27 +462,60 @@ async function main(): Promise<void> {
     await purgeGatewayStreams(jsm);
     await jsm.streams.delete(REF_STREAM).catch(() => undefined);
 
-    if (!E2E_ONLY) report(measurements);
+    if (!E2E_ONLY && !REPLICAS_ONLY) report(measurements);
 
     // ---- PART 2 EXTENSION POINT: webhook → succeeded-execution latency (bench/lib/webhook-e2e.ts).
-    const e2eProf = E2E_PROF.length > 0 ? mkdtempSync(join(tmpdir(), 'ldbox-bench-e2e-prof-')) : undefined;
-    const e2e = await measureEndToEnd(nats.url, {
-      natsPid: nats.pid,
-      profile: E2E_PROF,
-      profileDir: e2eProf,
-      sequential: E2E_N,
-      burst: E2E_M,
-      warmupBurst: E2E_WARMUP,
-      conns: E2E_CONNS,
-      timeoutMs: E2E_TIMEOUT_MS,
-      log: (line) => console.error(line),
-    });
+    const e2eProf = E2E_PROF.length > 0 && !REPLICAS_ONLY ? mkdtempSync(join(tmpdir(), 'ldbox-bench-e2e-prof-')) : undefined;
+    const e2e = REPLICAS_ONLY
+      ? null
+      : await measureEndToEnd(nats.url, {
+          natsPid: nats.pid,
+          profile: E2E_PROF,
+          profileDir: e2eProf,
+          sequential: E2E_N,
+          burst: E2E_M,
+          warmupBurst: E2E_WARMUP,
+          conns: E2E_CONNS,
+          timeoutMs: E2E_TIMEOUT_MS,
+          log: (line) => console.error(line),
+        });
     if (e2e === undefined) {
       console.log('\npart 2 (webhook → succeeded execution, end to end): not measured (see bench/lib/webhook-e2e.ts)');
-    } else {
+    } else if (e2e !== null) {
       printEndToEnd(e2e);
     }
-    console.log(`BENCH_JSON ${JSON.stringify(toJson(measurements, e2e ?? null))}`);
+
+    // ---- Part 3: R3 vs R1 ingest cost on a 3-node cluster (bench/lib/webhook-replicas.ts).
+    let replicas: ReplicaCostResult | null = null;
+    if (!E2E_ONLY) {
+      console.log(
+        `\n==== part 3: R3 vs R1 ingest — the gateway (as part 1) against a 3-node nats-server cluster on loopback, its JOBS stream and KV buckets ` +
+          `with 1 or 3 replicas (LDBOX_JOBS_REPLICAS; streams recreated for each); c=${R_CONNS}, ${R_ROUNDS} round(s) of ${REPLICA_COUNTS.map((r) => `R${r}`).join(' → ')}, ` +
+          `warm-up ${WARMUP_MS / 1000} s + ${MEASURE_MS / 1000} s measured; ` +
+          `${PIN ? `pinned (gateway CPU ${SERVER_CPU}; the 3 nats-servers + load generator CPU ${SIDE_CPU})` : 'not pinned'}; ` +
+          `${R_PLACEMENT === 'leader' ? 'the gateway connected to the JOBS leader (restarted until the seed list put it there)' : 'the gateway connected wherever the seed list put it'}; ` +
+          'nothing consumes the jobs ====',
+      );
+      replicas = await measureReplicaCost({
+        rounds: R_ROUNDS,
+        conns: R_CONNS,
+        maxPayload: MAX_PAYLOAD,
+        wrapNats: onCpu(SIDE_CPU),
+        gatewayEnv: GATEWAY_ENV,
+        gatewayOnLeader: R_PLACEMENT === 'leader',
+        startGateway: (env) => startServer('gateway', env),
+        prepare: async (server) => {
+          const wf = await createWorkflow(server.port);
+          const target: Target = { path: `/api/hooks/workflows/${wf.id}`, headers: { 'content-type': 'application/json', 'x-webhook-secret': wf.secret } };
+          await probe(server.port, target, body);
+          return target;
+        },
+        measure: (server, target, conns, clusterCpu) => runLoad(server, target, conns, body, clusterCpu),
+        onMeasurement: printReplicaLine,
+      });
+      printReplicas(replicas);
+    }
+    console.log(`BENCH_JSON ${JSON.stringify(toJson(measurements, e2e ?? null, replicas && replicasJson(replicas)))}`);
     if (profDir) console.log(`\nCPU profiles (${PROF}): ${profDir}`);
     if (e2eProf) console.log(`\nCPU profiles of part 2 (${E2E_PROF.join(', ')}): ${e2eProf}`);
   } finally {
@@ -538,6 +592,104 @@ function printEndToEnd(e: EndToEndResult): void {
         `WARNING: part 2 ${name}: ${p.failed} of ${p.sent} webhooks did not reach \`succeeded\` within ${s.timeoutMs / 1000} s; first: ${p.firstFailure}`,
       );
   }
+}
+
+function printReplicaLine(m: ReplicaMeasurement): void {
+  const l = m.load;
+  const errs = errorsOf(l);
+  const missing = m.stored.messages < m.stored.accepted ? ' MISSING JOBS' : '';
+  const followers = m.jobs.followers.map((f) => `${f.name}${f.current ? '' : ' (behind)'}`).join(', ');
+  console.log(
+    `  round ${m.round} R${m.replicas} c=${String(m.conns).padStart(3)}: ${kfmt(l.acceptedPerSec)}/s 202, p50 ${fmt(l.p50Ms, 2)} ms, p99 ${fmt(l.p99Ms, 2)} ms, ` +
+      `gateway ${fmt(m.serverUsPerReq)} µs/webhook, nats-servers ${fmt(m.natsUsPerReq)} µs/webhook, load gen ${fmt(l.loadCpuUsPerReq)} µs/req, ` +
+      // Pinned, these two share one core: near 1.0 it, not the gateway, sets the rate.
+      `nats-servers + load gen ${fmt((l.acceptedPerSec * (m.natsUsPerReq + l.loadCpuUsPerReq)) / 1e6, 2)} cores, ` +
+      `foreign ${fmt(m.foreignCores, 2)} cores, stored ${m.stored.messages}/${m.stored.accepted}${missing}, ` +
+      `JOBS num_replicas ${m.jobs.numReplicas}, leader ${m.jobs.leader}${followers ? `, followers ${followers}` : ''}; ` +
+      `gateway connected to ${m.gatewayNodes.join(', ') || '?'}${m.gatewayNodes.includes(m.jobs.leader) ? ' (the leader)' : ' (publishes routed)'}` +
+      (errs ? `; ${errs} ERRORS (${JSON.stringify(l.otherStatus)}, socket ${l.socketErrors}; first: ${l.firstError})` : ''),
+  );
+}
+
+/** Medians over rounds of one replica count. */
+function replicaMedians(ms: ReplicaMeasurement[]) {
+  return {
+    perSec: median(ms.map((m) => m.load.acceptedPerSec)),
+    p50: median(ms.map((m) => m.load.p50Ms)),
+    p99: median(ms.map((m) => m.load.p99Ms)),
+    gatewayUs: median(ms.map((m) => m.serverUsPerReq)),
+    natsUs: median(ms.map((m) => m.natsUsPerReq)),
+    errors: ms.reduce((a, m) => a + errorsOf(m.load), 0),
+    missingJobs: ms.reduce((a, m) => a + Math.max(0, m.stored.accepted - m.stored.messages), 0),
+    disturbed: ms.filter((m) => m.foreignCores > FOREIGN_WARN_CORES).length,
+  };
+}
+
+function printReplicas(r: ReplicaCostResult): void {
+  const head = ['replicas', 'accepted/s', 'p50 ms', 'p99 ms', 'gateway µs/webhook', 'nats-servers µs/webhook', 'errors'];
+  const rows = REPLICA_COUNTS.map((n) => ({ n, ...replicaMedians(r.measurements.filter((m) => m.replicas === n)) }));
+  const table = rows.map((x) => [`R${x.n}`, kfmt(x.perSec), fmt(x.p50, 2), fmt(x.p99, 2), fmt(x.gatewayUs), fmt(x.natsUs), x.errors ? `${x.errors} !` : '0']);
+  const widths = head.map((h, i) => Math.max(h.length, ...table.map((t) => t[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  console.log(
+    `-- part 3 summary: nats-server ${r.natsVersion}, ${r.nodes} nodes; medians of ${R_ROUNDS} round(s); nats-servers = the ${r.nodes} nodes together`,
+  );
+  console.log(line(head));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const t of table) console.log(line(t));
+  const x = (xs: number[]) => `×${fmt(median(xs), 2)}`;
+  const ratios = r.ratios;
+  console.log(
+    `R3 vs R1 ingest: rate ${x(ratios.map((q) => q.rate))}, p50 ${x(ratios.map((q) => q.p50))}, ` +
+      `nats-server CPU per webhook ${x(ratios.map((q) => q.natsUs))} (p99 ${x(ratios.map((q) => q.p99))}, gateway CPU per webhook ${x(ratios.map((q) => q.gatewayUs))}; ` +
+      `medians of the per-round ratios)`,
+  );
+  for (const q of ratios)
+    console.log(
+      `  round ${q.round}: rate ×${fmt(q.rate, 2)}, p50 ×${fmt(q.p50, 2)}, p99 ×${fmt(q.p99, 2)}, nats-server CPU per webhook ×${fmt(q.natsUs, 2)}, gateway CPU per webhook ×${fmt(q.gatewayUs, 2)}`,
+    );
+  for (const row of rows) {
+    if (row.errors) console.log(`WARNING: part 3 R${row.n}: ${row.errors} non-202 answers or socket errors`);
+    if (row.missingJobs) console.log(`WARNING: part 3 R${row.n}: ${row.missingJobs} answered 202 but not found in JOBS`);
+    if (row.disturbed) console.log(`WARNING: part 3 R${row.n}: ${row.disturbed} measurement(s) had > ${FOREIGN_WARN_CORES} cores used by other processes`);
+  }
+}
+
+function replicasJson(r: ReplicaCostResult): unknown {
+  return {
+    natsVersion: r.natsVersion,
+    nodes: r.nodes,
+    conns: R_CONNS,
+    rounds: R_ROUNDS,
+    placement: R_PLACEMENT,
+    measurements: r.measurements.map((m) => ({
+      round: m.round,
+      replicas: m.replicas,
+      acceptedPerSec: round(m.load.acceptedPerSec, 1),
+      p50Ms: round(m.load.p50Ms, 3),
+      p99Ms: round(m.load.p99Ms, 3),
+      gatewayUsPerReq: round(m.serverUsPerReq, 1),
+      natsUsPerReq: round(m.natsUsPerReq, 1),
+      foreignCores: round(m.foreignCores, 3),
+      errors: errorsOf(m.load),
+      stored: m.stored,
+      jobs: m.jobs,
+      gatewayNodes: m.gatewayNodes,
+    })),
+    ratios: r.ratios.map((q) => ({
+      round: q.round,
+      rate: round(q.rate, 3),
+      p50: round(q.p50, 3),
+      p99: round(q.p99, 3),
+      gatewayUs: round(q.gatewayUs, 3),
+      natsUs: round(q.natsUs, 3),
+    })),
+    r3VsR1: {
+      rate: round(median(r.ratios.map((q) => q.rate)), 3),
+      p50: round(median(r.ratios.map((q) => q.p50)), 3),
+      natsUs: round(median(r.ratios.map((q) => q.natsUs)), 3),
+    },
+  };
 }
 
 function errorsOf(l: LoadResult): number {
@@ -677,7 +829,7 @@ function round(n: number, d: number): number | null {
   return Math.round(n * f) / f;
 }
 
-function toJson(ms: Measurement[], e2e: unknown): unknown {
+function toJson(ms: Measurement[], e2e: unknown, replicas: unknown): unknown {
   return {
     node: process.version,
     cores: availableParallelism(),
@@ -712,6 +864,7 @@ function toJson(ms: Measurement[], e2e: unknown): unknown {
       errors: r.errors,
     })),
     endToEnd: e2e,
+    replicas,
   };
 }
 

@@ -330,7 +330,7 @@ export async function createWorkflow(port: number, adminToken: string, name = 'b
 }
 
 /** Deletes the JOBS stream (its consumers go with it) and every ldbox KV bucket stream: a first start. */
-async function resetJetStream(nc: NatsConnection): Promise<void> {
+export async function resetJetStream(nc: NatsConnection): Promise<void> {
   const jsm = await jetstreamManager(nc);
   for await (const name of jsm.streams.names()) {
     if (name === 'JOBS' || name.startsWith('KV_ldbox-')) await jsm.streams.delete(name);
