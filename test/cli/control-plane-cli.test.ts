@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { createFlow, stackFixture, waitForFinish } from '../executor/harness.js';
 import { ADMIN_TOKEN, hook, rpc } from '../gateway/harness.js';
-import { BIN, cleanEnv, ldbox } from '../helpers/ldbox-cli.js';
+import { BIN, cleanEnv, ldbox, nodeChild } from '../helpers/ldbox-cli.js';
 import { freePort } from '../helpers/nats-server.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ldbox-cli-'));
@@ -205,7 +205,7 @@ webhook:
   });
 
   await t.test('executions tail prints a new execution and its end, and Ctrl-C exits 0', async (t) => {
-    const child = spawn(process.execPath, [BIN, 'executions', 'tail', '--workflow', other.id], { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(...nodeChild([BIN, 'executions', 'tail', '--workflow', other.id]), { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (b: Buffer) => {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import t from 'tap';
-import { BIN, cleanEnv, ldbox } from '../helpers/ldbox-cli.js';
+import { BIN, cleanEnv, ldbox, nodeChild } from '../helpers/ldbox-cli.js';
 import { waitFor } from '../nats/util.js';
 
 t.test('--cluster takes 3, 5 or 7', async (t) => {
@@ -29,7 +29,7 @@ t.test('ldbox dev --cluster 3 serves a webhook end to end on a 3-node cluster; C
   const dir = await mkdtemp(join(tmpdir(), 'ldbox-dev-cluster-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const dataDir = join(dir, 'data');
-  const child = spawn(process.execPath, [BIN, 'dev', '--cluster', '3'], {
+  const child = spawn(...nodeChild([BIN, 'dev', '--cluster', '3']), {
     env: cleanEnv({
       LDBOX_DATA_DIR: dataDir,
       LDBOX_GATEWAY_PORT: '0',

@@ -7,8 +7,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
+import { BIN, cleanEnv, nodeChild } from '../helpers/ldbox-cli.js';
 
-const BIN = fileURLToPath(new URL('../../../bin/ldbox.js', import.meta.url));
 const example = (name: string) => fileURLToPath(new URL(`../../../examples/${name}`, import.meta.url));
 
 const seen: { url: string; authorization: string | undefined }[] = [];
@@ -38,7 +38,7 @@ t.teardown(() => new Promise<void>((resolve) => api.close(() => resolve())));
 
 function ldbox(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, LDBOX_EGRESS_ALLOW: '127.0.0.1' } }, (err, stdout, stderr) =>
+    execFile(...nodeChild([BIN, ...args]), { env: cleanEnv({ LDBOX_EGRESS_ALLOW: '127.0.0.1' }) }, (err, stdout, stderr) =>
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
     );
   });
@@ -88,9 +88,8 @@ t.test('Basic auth download as a native download', async (t) => {
 t.test('without the operator opening loopback, the egress guard refuses the same call', async (t) => {
   const r = await new Promise<{ code: number; stderr: string }>((resolve) => {
     execFile(
-      process.execPath,
-      [BIN, 'run', example('list-items-bearer.js'), '--input', JSON.stringify({ baseUrl: base }), '--auth', '{"access_token":"tok-abcdef"}'],
-      { env: { ...process.env, LDBOX_EGRESS_ALLOW: '' } },
+      ...nodeChild([BIN, 'run', example('list-items-bearer.js'), '--input', JSON.stringify({ baseUrl: base }), '--auth', '{"access_token":"tok-abcdef"}']),
+      { env: cleanEnv({ LDBOX_EGRESS_ALLOW: '' }) },
       (err, _stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stderr }),
     );
   });

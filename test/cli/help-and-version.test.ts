@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { COMMAND_SETTINGS } from '../../src/cli/known-settings.js';
 import { freePort } from '../helpers/nats-server.js';
-import { BIN, cleanEnv, ldbox } from '../helpers/ldbox-cli.js';
+import { BIN, cleanEnv, ldbox, nodeChild } from '../helpers/ldbox-cli.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -94,7 +94,7 @@ async function modulesLoadedBy(t: Test, args: string[], env: Record<string, stri
   const log = join(dir, 'loads.txt');
   const hooks = fileURLToPath(new URL('../helpers/log-module-loads.js', import.meta.url));
   const code = await new Promise<number | null>((resolve) => {
-    const child = execFile(process.execPath, ['--import', hooks, BIN, ...args], { env: { ...cleanEnv(env), MODULE_LOAD_LOG: log }, timeout: 20_000 }, () =>
+    const child = execFile(...nodeChild(['--import', hooks, BIN, ...args]), { env: { ...cleanEnv(env), MODULE_LOAD_LOG: log }, timeout: 20_000 }, () =>
       resolve(child.exitCode),
     );
   });

@@ -14,7 +14,7 @@ import { type CheckKind, createIntegrationChecker } from '../../src/check/integr
 import { INSTEAD, NO_MODULES } from '../../src/guest/left-out-globals.js';
 import { loadTypeScript, TypeScriptMissingError } from '../../src/check/load-typescript.js';
 import { teachingMessage } from '../../runner/sandbox/error-hints.js';
-import { cleanEnv } from '../helpers/ldbox-cli.js';
+import { cleanEnv, nodeChild } from '../helpers/ldbox-cli.js';
 
 const BIN = fileURLToPath(new URL('../../../bin/ldbox.js', import.meta.url));
 const EXAMPLES = fileURLToPath(new URL('../../../examples/', import.meta.url));
@@ -40,7 +40,7 @@ t.teardown(() => rm(dir, { recursive: true, force: true }));
 /** Runs `ldbox` in `cwd` (the temporary folder, so problems name the files as written here). */
 function ldbox(args: string[], env: Record<string, string> = {}, cwd = dir): Promise<Run> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [BIN, ...args], { cwd, env: cleanEnv(env), timeout: 60_000, maxBuffer: 16 << 20 }, (_err, stdout, stderr) =>
+    const child = execFile(...nodeChild([BIN, ...args]), { cwd, env: cleanEnv(env), timeout: 60_000, maxBuffer: 16 << 20 }, (_err, stdout, stderr) =>
       resolve({ code: child.exitCode, stdout, stderr }),
     );
   });

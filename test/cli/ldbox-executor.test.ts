@@ -5,14 +5,12 @@
  * promptly on SIGTERM.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { gatewayFixture } from '../gateway/harness.js';
 import { freePort } from '../helpers/nats-server.js';
 import { waitFor } from '../nats/util.js';
 import { TEST_DATA_KEY } from '../helpers/data-keys.js';
-
-const BIN = fileURLToPath(new URL('../../../bin/ldbox.js', import.meta.url));
+import { BIN, nodeChild } from '../helpers/ldbox-cli.js';
 
 /** The caller's environment without stray ldbox settings, plus `env`. */
 function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
@@ -22,7 +20,7 @@ function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
 
 function runToExit(env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, 'executor'], { env: cleanEnv(env), timeout: 30_000 }, (err, stdout, stderr) => {
+    execFile(...nodeChild([BIN, 'executor']), { env: cleanEnv(env), timeout: 30_000 }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
       resolve({ code, stdout, stderr });
     });
@@ -46,7 +44,7 @@ process.on('exit', () => {
 
 /** Spawns `ldbox executor` and resolves once it printed its URL line; SIGKILLed at test end if still running. */
 async function serve(t: Test, env: Record<string, string>): Promise<Served> {
-  const proc = spawn(process.execPath, [BIN, 'executor'], { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(...nodeChild([BIN, 'executor']), { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(proc);
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
     proc.once('exit', (code, signal) => {

@@ -8,8 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-
-const BIN = fileURLToPath(new URL('../../../bin/ldbox.js', import.meta.url));
+import { BIN, cleanEnv, nodeChild } from '../helpers/ldbox-cli.js';
 
 interface Run {
   code: number;
@@ -19,7 +18,7 @@ interface Run {
 
 function ldbox(args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, timeout: 60_000 }, (err, stdout, stderr) => {
+    execFile(...nodeChild([BIN, ...args]), { env: cleanEnv(env), timeout: 60_000 }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
       resolve({ code, stdout, stderr });
     });
@@ -130,7 +129,7 @@ t.test('the result goes to stdout as JSON, nothing else', async (t) => {
 /** Runs `ldbox` with `stdin` written to its standard input. */
 function ldboxWithStdin(args: string[], stdin: string): Promise<Run> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [BIN, ...args], { timeout: 60_000 }, (err, stdout, stderr) => {
+    const child = execFile(...nodeChild([BIN, ...args]), { env: cleanEnv({}), timeout: 60_000 }, (err, stdout, stderr) => {
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
     });
     child.stdin!.end(stdin);
@@ -232,7 +231,7 @@ t.test('--out DIR writes files and downloads under safe names, never over an exi
 t.test('--watch runs again when the file (or an @FILE) changes', async (t) => {
   const code = await file('watched.js', "return 'first ' + data.input.v");
   const input = await file('watched.json', '{"v": 1}');
-  const child = spawn(process.execPath, [BIN, 'run', code, '--watch', '--input', `@${input}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(...nodeChild([BIN, 'run', code, '--watch', '--input', `@${input}`]), { env: cleanEnv({}), stdio: ['ignore', 'pipe', 'pipe'] });
   t.teardown(() => {
     if (child.exitCode === null) child.kill('SIGKILL');
   });

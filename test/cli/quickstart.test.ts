@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
+import { BIN, nodeChild, withoutTapLoader } from '../helpers/ldbox-cli.js';
 
-const BIN = fileURLToPath(new URL('../../../bin/ldbox.js', import.meta.url));
 const README = fileURLToPath(new URL('../../../README.md', import.meta.url));
 
 /** `ldbox dev` on ports the system picks, one worker, its data in `dataDir`, its own nats-server. */
@@ -41,7 +41,7 @@ t.test('ldbox dev runs everything; the README quickstart works against it; Ctrl-
   const dir = await mkdtemp(join(tmpdir(), 'ldbox-dev-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const dataDir = join(dir, 'data');
-  const child = spawn(process.execPath, [BIN, 'dev'], {
+  const child = spawn(...nodeChild([BIN, 'dev']), {
     env: devEnv(dataDir),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -80,7 +80,7 @@ t.test('ldbox dev runs everything; the README quickstart works against it; Ctrl-
   t.match(block, /^GW=http:\/\/127\.0\.0\.1:8080$/m, 'the README uses the default port');
   const script = block.replace(/^GW=http:\/\/127\.0\.0\.1:8080$/m, `GW=${gateway}`).replaceAll('.ldbox/admin-token', join(dataDir, 'admin-token'));
   const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile('bash', ['-euo', 'pipefail', '-c', script], { timeout: 60_000 }, (e, stdout, stderr) =>
+    execFile(...withoutTapLoader('bash', ['-euo', 'pipefail', '-c', script]), { timeout: 60_000 }, (e, stdout, stderr) =>
       resolve({ code: e ? (typeof e.code === 'number' ? e.code : -1) : 0, stdout, stderr }),
     );
   });
@@ -110,7 +110,7 @@ t.test('ldbox dev keeps its data key: a workflow with auth stored by one run ope
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const dataDir = join(dir, 'data');
   const start = async () => {
-    const child = spawn(process.execPath, [BIN, 'dev'], {
+    const child = spawn(...nodeChild([BIN, 'dev']), {
       env: devEnv(dataDir),
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
 import t from 'tap';
-import { BIN, cleanEnv, ldbox } from '../helpers/ldbox-cli.js';
+import { BIN, cleanEnv, ldbox, nodeChild } from '../helpers/ldbox-cli.js';
 import { makeTestCertificates } from '../helpers/test-certificates.js';
 
 const REFUSAL =
@@ -47,7 +47,7 @@ t.test('bad TLS files: exit 2 with the exact message', async (t) => {
 
 t.test('with TLS, ldbox runner says it listens on https://', async (t) => {
   const certs = makeTestCertificates(t.testdir());
-  const child = spawn(process.execPath, [BIN, 'runner'], {
+  const child = spawn(...nodeChild([BIN, 'runner']), {
     env: cleanEnv({
       LDBOX_RUNNER_PORT: '0',
       LDBOX_POOL_SIZE: '1',

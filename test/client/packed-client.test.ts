@@ -15,19 +15,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
+import { withoutTapLoader } from '../helpers/ldbox-cli.js';
 import { startRole } from '../helpers/role-process.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const TOKEN = 'client-test-token-0123456789';
 
-/** The environment of the child processes, without the test runner's loaders (NODE_OPTIONS, TAP_*). */
+/**
+ * The environment of the child processes, without the test runner's settings (TAP_*); its loader is left
+ * out of NODE_OPTIONS by withoutTapLoader, which `run` starts each command through.
+ */
 function childEnv(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'NODE_OPTIONS' && !k.startsWith('TAP')));
 }
 
 function run(cmd: string, args: string[], cwd: string, timeoutMs = 180_000): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(cmd, args, { cwd, env: childEnv(), timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+    execFile(...withoutTapLoader(cmd, args), { cwd, env: childEnv(), timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr });
     });
   });

@@ -22,9 +22,32 @@ export function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { ...base, LDBOX_RUNNER_WARMUP_CALLS: '0', ...env };
 }
 
+/**
+ * The file and arguments that run `command args…` in a child process without the test runner's loader.
+ * tap adds its processinfo loader (`--import …/@tapjs/processinfo/…`, which records the files each process
+ * loads, for coverage and `tap --changed`) to NODE_OPTIONS of every process a test starts, and adds it back
+ * even when the child's env leaves NODE_OPTIONS out: it wraps child_process itself. With coverage off
+ * (package.json) it only costs time, a module-load hook thread and a second read of every module: a start
+ * of bin/ldbox.js that answers a usage or configuration error took ~1.0 s with it and ~0.35 s without. So
+ * the child is started through `env`, which sets NODE_OPTIONS back to the caller's own options, without
+ * tap's, before node (or npm) starts; nothing else about the child changes (`env` execs it: same pid,
+ * signals and exit code).
+ */
+export function withoutTapLoader(command: string, args: readonly string[]): [file: string, args: string[]] {
+  const own = (process.env.NODE_OPTIONS ?? '')
+    .replace(/(?:^|\s)"?--(?:import|loader|experimental-loader)[= ]"?[^\s"]*@tapjs\/processinfo[^\s"]*"?/g, '')
+    .trim();
+  return ['env', [...(own === '' ? ['-u', 'NODE_OPTIONS'] : [`NODE_OPTIONS=${own}`]), command, ...args]];
+}
+
+/** `node args…` as withoutTapLoader starts it. */
+export function nodeChild(args: readonly string[]): [file: string, args: string[]] {
+  return withoutTapLoader(process.execPath, args);
+}
+
 export function ldbox(args: string[], env: Record<string, string> = {}, timeoutMs = 20_000): Promise<CliResult> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [BIN, ...args], { env: cleanEnv(env), timeout: timeoutMs, killSignal: 'SIGKILL' }, (_err, stdout, stderr) => {
+    const child = execFile(...nodeChild([BIN, ...args]), { env: cleanEnv(env), timeout: timeoutMs, killSignal: 'SIGKILL' }, (_err, stdout, stderr) => {
       resolve({ code: child.exitCode, signal: child.signalCode, stdout, stderr });
     });
   });

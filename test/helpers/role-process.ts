@@ -5,7 +5,7 @@
  * `restart()` is a crash. Every process still running is SIGKILLed when the test process exits.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { cleanEnv, BIN } from './ldbox-cli.js';
+import { cleanEnv, BIN, nodeChild } from './ldbox-cli.js';
 
 export type Role = 'gateway' | 'executor' | 'runner';
 
@@ -40,7 +40,7 @@ export async function startRole(role: Role, env: Record<string, string>, startTi
   let exited: Promise<void>;
 
   const start = async (port: string): Promise<number> => {
-    proc = spawn(process.execPath, [BIN, role], {
+    proc = spawn(...nodeChild([BIN, role]), {
       env: cleanEnv({ LDBOX_LOG_LEVEL: 'warn', ...env, [PORT_SETTING[role]]: port }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -14,6 +14,7 @@ import t from 'tap';
 import { RunnerService } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { anyFreePort } from '../../src/net/local-ports.js';
 import { grpcCallHeaders, h2frame, onFrames } from '../helpers/http2-frames.js';
+import { BIN, cleanEnv, nodeChild } from '../helpers/ldbox-cli.js';
 
 const EXECUTE = `/${RunnerService.typeName}/Execute`;
 const CONNECTIONS = 10;
@@ -73,9 +74,8 @@ async function flooding(port: number, streams: number, cap: number, onRefusal: (
 
 t.test('a stream flood without a token leaves the runner process memory bounded, and health answers meanwhile', async (t) => {
   const port = await anyFreePort();
-  const bin = new URL('../../../bin/ldbox.js', import.meta.url).pathname;
-  const proc = spawn(process.execPath, [bin, 'runner'], {
-    env: { ...process.env, LDBOX_RUNNER_PORT: String(port), LDBOX_POOL_SIZE: '1', LDBOX_RUNNER_TOKEN: 'flood-memory-token-0123', LDBOX_LOG_LEVEL: 'error' },
+  const proc = spawn(...nodeChild([BIN, 'runner']), {
+    env: cleanEnv({ LDBOX_RUNNER_PORT: String(port), LDBOX_POOL_SIZE: '1', LDBOX_RUNNER_TOKEN: 'flood-memory-token-0123', LDBOX_LOG_LEVEL: 'error' }),
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const exited = once(proc, 'exit');
