@@ -3,7 +3,7 @@
  * and the accepted values, no stack; nothing on stdout.
  */
 import t from 'tap';
-import { ldbox } from '../helpers/ldbox-cli.js';
+import { inParallel, ldbox } from '../helpers/ldbox-cli.js';
 import { TEST_DATA_KEY } from '../helpers/data-keys.js';
 
 const NO_KEY =
@@ -53,9 +53,11 @@ t.test('each command refuses a bad setting with exit 2 and one line', async (t) 
       'LDBOX_MAX_CODE_BYTES must be a size: bytes (1048576) or a number with a unit (512KiB, 8MiB, 1GiB, 8MB), got "2 bananas"',
     ],
   ];
-  for (const [args, env, message] of cases) {
+  // Each case is its own process that stops at its settings: they run a few at a time.
+  const results = await inParallel(cases, ([args, env]) => ldbox(args, { LDBOX_DATA_DIR: t.testdirName, ...env }));
+  for (const [i, [args, env, message]] of cases.entries()) {
     const what = `${args.join(' ')} ${JSON.stringify(env)}`;
-    const r = await ldbox(args, { LDBOX_DATA_DIR: t.testdirName, ...env });
+    const r = results[i]!;
     t.equal(r.code, 2, `exit code, ${what}`);
     t.equal(r.stderr, `configuration error: ${message}\n`, `stderr, ${what}`);
     t.equal(r.stdout, '', `stdout, ${what}`);

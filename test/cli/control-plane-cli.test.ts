@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { createFlow, stackFixture, waitForFinish } from '../executor/harness.js';
 import { ADMIN_TOKEN, hook, rpc } from '../gateway/harness.js';
-import { BIN, cleanEnv, ldbox, nodeChild } from '../helpers/ldbox-cli.js';
+import { BIN, cleanEnv, inParallel, ldbox, nodeChild } from '../helpers/ldbox-cli.js';
 import { freePort } from '../helpers/nats-server.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ldbox-cli-'));
@@ -118,8 +118,9 @@ webhook:
         [file('json', '{"name": "x", "nodez": []}'), 'key "nodez" is unknown'],
         [join(dir, 'missing.yaml'), 'cannot read '],
       ];
-      for (const [path, message] of cases) {
-        const r = await cli('workflows', 'apply', '-f', path);
+      const results = await inParallel(cases, ([path]) => cli('workflows', 'apply', '-f', path));
+      for (const [i, [path, message]] of cases.entries()) {
+        const r = results[i]!;
         t.equal(r.code, 2, path);
         t.match(r.stderr, message, path);
         t.match(r.stderr, /\nsee 'ldbox workflows apply --help'\n$/);
@@ -249,11 +250,13 @@ webhook:
 
 t.test('an unreachable gateway: exit 1, one line, no stack', async (t) => {
   const url = `http://127.0.0.1:${await freePort()}`;
-  for (const args of [
+  const commands = [
     ['executions', 'ls'],
     ['workflows', 'ls'],
-  ]) {
-    const r = await ldbox(args, { LDBOX_URL: url, LDBOX_ADMIN_TOKEN: ADMIN_TOKEN });
+  ];
+  const results = await inParallel(commands, (args) => ldbox(args, { LDBOX_URL: url, LDBOX_ADMIN_TOKEN: ADMIN_TOKEN }));
+  for (const [i, args] of commands.entries()) {
+    const r = results[i]!;
     t.equal(r.code, 1, args.join(' '));
     t.equal(
       r.stderr,
@@ -298,8 +301,10 @@ t.test('bad arguments and settings: exit 2, one line, no call', async (t) => {
       `configuration error: LDBOX_URL must be the gateway's http://host:port or https://host:port, got "ftp://x"\n`,
     ],
   ];
-  for (const [args, e, stderr] of cases) {
-    const r = await ldbox(args, e);
+  // Every case is its own process that stops at its arguments or settings: they run a few at a time.
+  const results = await inParallel(cases, ([args, e]) => ldbox(args, e));
+  for (const [i, [args, , stderr]] of cases.entries()) {
+    const r = results[i]!;
     t.equal(r.code, 2, args.join(' '));
     t.equal(r.stdout, '', args.join(' '));
     if (stderr.endsWith('\n')) t.equal(r.stderr, stderr, args.join(' '));
@@ -308,7 +313,7 @@ t.test('bad arguments and settings: exit 2, one line, no call', async (t) => {
 });
 
 t.test('--help of each command: usage, options and settings, exit 0', async (t) => {
-  for (const args of [
+  const commands = [
     ['workflows', '--help'],
     ['workflows', 'apply', '--help'],
     ['workflows', 'ls', '-h'],
@@ -317,8 +322,10 @@ t.test('--help of each command: usage, options and settings, exit 0', async (t) 
     ['executions', 'show', '--help'],
     ['executions', 'replay', '--help'],
     ['executions', 'tail', '--help'],
-  ]) {
-    const r = await ldbox(args);
+  ];
+  const results = await inParallel(commands, (args) => ldbox(args));
+  for (const [i, args] of commands.entries()) {
+    const r = results[i]!;
     t.equal(r.code, 0, args.join(' '));
     t.equal(r.stderr, '', args.join(' '));
     t.match(r.stdout, new RegExp(`^usage: ldbox ${args[0]} `), args.join(' '));

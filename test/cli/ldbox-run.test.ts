@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { BIN, cleanEnv, nodeChild } from '../helpers/ldbox-cli.js';
+import { BIN, cleanEnv, inParallel, nodeChild } from '../helpers/ldbox-cli.js';
 
 interface Run {
   code: number;
@@ -105,8 +105,10 @@ t.test('bad usage exits 2 with the usage line', async (t) => {
     [['run', ok, '--nope', '1'], 'unknown option --nope'],
     [['run', ok, '--input'], '--input needs a value'],
   ];
-  for (const [args, message] of cases) {
-    const r = await ldbox(args);
+  // Every case is its own process that stops at its arguments: they run a few at a time.
+  const results = await inParallel(cases, ([args]) => ldbox(args));
+  for (const [i, [args, message]] of cases.entries()) {
+    const r = results[i]!;
     t.equal(r.code, 2, args.join(' '));
     t.equal(r.stderr.split('\n')[0], message, args.join(' '));
     t.match(r.stderr, /usage: ldbox run FILE\.js/);
@@ -159,8 +161,9 @@ t.test('a bad @FILE exits 2 naming the file, the line and the column', async (t)
     [['--input', `@${list}`], `--input @${list} must be a JSON object, got an array`],
     [['--auth', `@${join(dir, 'nowhere.json')}`], `cannot read --auth file ${join(dir, 'nowhere.json')}: no such file`],
   ];
-  for (const [args, message] of cases) {
-    const r = await ldbox(['run', ok, ...args]);
+  const results = await inParallel(cases, ([args]) => ldbox(['run', ok, ...args]));
+  for (const [i, [args, message]] of cases.entries()) {
+    const r = results[i]!;
     t.equal(r.code, 2, args.join(' '));
     t.equal(r.stderr.split('\n')[0], message, args.join(' '));
   }

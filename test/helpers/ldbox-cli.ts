@@ -52,3 +52,22 @@ export function ldbox(args: string[], env: Record<string, string> = {}, timeoutM
     });
   });
 }
+
+/**
+ * `fn` on each of `items`, at most `limit` at a time; the results in the order of `items`, so a test
+ * asserts them in the same order as when it ran them one after another. For CLI calls that depend on
+ * nothing but their own arguments: each is a node start, mostly CPU, and a few at once keep both cores
+ * busy while one of them waits on process creation or the file system.
+ */
+export async function inParallel<T, R>(items: readonly T[], fn: (item: T) => Promise<R>, limit = 4): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return results;
+}
