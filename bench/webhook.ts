@@ -70,7 +70,7 @@ import { randomBytes } from 'node:crypto';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { DiscardPolicy, jetstreamManager, RetentionPolicy, StorageType, type JetStreamManager } from '@nats-io/jetstream';
 import { measureEndToEnd, type EndToEndPhase, type EndToEndResult } from './lib/webhook-e2e.js';
-import { measureReplicaCost, REPLICA_COUNTS, type ReplicaCostResult, type ReplicaMeasurement } from './lib/webhook-replicas.js';
+import { measureReplicaCost, REPLICA_COUNTS, type ReplicaCostResult, type ReplicaMeasurement, type WindowResult } from './lib/webhook-replicas.js';
 import type { LoadResult, LoadSpec } from './lib/webhook-load.js';
 import { procCpuMicros, startBenchNats, type BenchNatsServer } from './lib/webhook-nats.js';
 
@@ -304,13 +304,7 @@ interface Measurement {
   stored?: { messages: number; accepted: number };
 }
 
-async function runLoad(
-  server: ServerChild,
-  target: Target,
-  conns: number,
-  body: string,
-  nats: Pick<BenchNatsServer, 'cpuMicros'>,
-): Promise<{ load: LoadResult; serverUsPerReq: number; natsUsPerReq: number; foreignCores: number }> {
+async function runLoad(server: ServerChild, target: Target, conns: number, body: string, nats: Pick<BenchNatsServer, 'cpuMicros'>): Promise<WindowResult> {
   const spec: LoadSpec = { host: '127.0.0.1', port: server.port, path: target.path, headers: target.headers, body, conns };
   const proc = spawnNode(SIDE_CPU, [LOAD_JS, JSON.stringify(spec)], process.env, 'inherit');
   let stderr = '';

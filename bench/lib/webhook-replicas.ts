@@ -108,18 +108,33 @@ const MAX_PLACEMENT_RESTARTS = 30;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** Until JetStream answers on the cluster: a fresh cluster has no meta leader for a second or two (503s until then). */
-async function jetStreamReady(nc: NatsConnection, timeoutMs: number): Promise<JetStreamManager> {
+/** `attempt()` until it resolves, pausing `pauseMs` after each failure; after `timeoutMs` the last failure is thrown. */
+async function retryUntil<R>(attempt: () => Promise<R>, timeoutMs: number, pauseMs: number): Promise<R> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      const jsm = await jetstreamManager(nc, { timeout: 5000 });
-      await jsm.getAccountInfo();
-      return jsm;
+      return await attempt();
     } catch (err) {
-      if (Date.now() > deadline) throw new Error(`JetStream not ready on the cluster within ${timeoutMs / 1000} s: ${(err as Error).message}`);
-      await sleep(200);
+      if (Date.now() > deadline) throw err;
+      await sleep(pauseMs);
     }
+  }
+}
+
+/** Until JetStream answers on the cluster: a fresh cluster has no meta leader for a second or two (503s until then). */
+async function jetStreamReady(nc: NatsConnection, timeoutMs: number): Promise<JetStreamManager> {
+  try {
+    return await retryUntil(
+      async () => {
+        const jsm = await jetstreamManager(nc, { timeout: 5000 });
+        await jsm.getAccountInfo();
+        return jsm;
+      },
+      timeoutMs,
+      200,
+    );
+  } catch (err) {
+    throw new Error(`JetStream not ready on the cluster within ${timeoutMs / 1000} s: ${(err as Error).message}`);
   }
 }
 
@@ -148,16 +163,8 @@ async function checkReplicas(jsm: JetStreamManager, replicas: ReplicaCount): Pro
 }
 
 /** {@link checkReplicas} until it passes or `timeoutMs` is over: new streams (and CHARGES, scaled in place by the gateway) settle first. */
-async function settledReplicas(jsm: JetStreamManager, replicas: ReplicaCount, timeoutMs: number): ReturnType<typeof checkReplicas> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await checkReplicas(jsm, replicas);
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await sleep(250);
-    }
-  }
+function settledReplicas(jsm: JetStreamManager, replicas: ReplicaCount, timeoutMs: number): ReturnType<typeof checkReplicas> {
+  return retryUntil(() => checkReplicas(jsm, replicas), timeoutMs, 250);
 }
 
 /** The nodes holding a client connection named `name`. */
