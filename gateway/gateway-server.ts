@@ -348,9 +348,9 @@ class GatewayRole extends RoleLifecycle implements Gateway {
       ms: Math.round((performance.now() - seen.started) * 10) / 10,
     };
     if (route === 'webhook') {
-      // An accepted webhook is logged at debug: the executor logs every execution at info (with its ids), and
-      // ldbox_gateway_requests_total counts the 202s; a line per accepted call cost ~10 % of the gateway's CPU
-      // (bench/webhook). Refused calls (4xx/5xx) stay at info.
+      // An accepted webhook is logged at debug: its execution record keeps it, the executor logs at info every
+      // execution that does not succeed, and ldbox_gateway_requests_total counts the 202s; a line per accepted
+      // call cost ~10 % of the gateway's CPU (bench/webhook). Refused calls (4xx/5xx) stay at info.
       const line = { ...fields, workflowId: outcome?.workflowId, executionId: outcome?.executionId, code: outcome?.code };
       if (res.statusCode === 202) this.#log.debug(line, 'webhook');
       else this.#log.info(line, 'webhook');

@@ -383,7 +383,10 @@ class ExecutorRole extends RoleLifecycle implements Executor {
       }
       metrics.execution(outcome, (performance.now() - t0) / 1000);
       metrics.attempt('done');
-      log.info(
+      // A success is a debug line: its record and the metrics keep it, and at a thousand executions a second
+      // an info line each is the log pipeline's load (and, with pino's asynchronous stdout, a thread-pool
+      // round trip per execution). Whatever did not succeed stays at info.
+      log[outcome === 'succeeded' || outcome === 'already_finished' ? 'debug' : 'info'](
         { executionId: parsed.executionId, workflowId: parsed.workflowId, outcome, attempt: job.attempt, ms: Math.round(performance.now() - t0) },
         'execution',
       );
