@@ -5,28 +5,37 @@
 import t from 'tap';
 import { hook, rpc } from '../gateway/harness.js';
 import { waitFor } from '../nats/util.js';
-import { createFlow, getExecution, getWorkspace, stackFixture, waitForFinish } from './harness.js';
+import { createFlow, getExecution, getWorkspace, sharedRunner, sharedStack, stackFixture, waitForFinish } from './harness.js';
+
+// Tests that need only fresh workflows share one stack; those that stop NATS or the executor, count what an
+// executor did, or need other settings start a fresh stack, all on one runner (see harness.ts).
+const runner = sharedRunner(t);
+const shared = sharedStack(t, { sharedRunner: runner });
 
 t.test('a webhook runs its workflow: trigger body and query reach the nodes, templates of every form, outputs chain', async (t) => {
-  const s = await stackFixture(t);
-  const wf = await createFlow(s.base, [
-    {
-      id: 'first',
-      code: 'ld.log("token is", data.auth.token); return { got: data.input, n: data.input.count + 1 };',
-      input: {
-        whole: '{{trigger.output.body.user}}',
-        count: '{{trigger.output.body.count}}',
-        text: 'hello {{trigger.output.body.user.name}}, page {{trigger.output.query.page}}',
-        tags: '{{trigger.output.query.tag}}',
+  const s = await shared();
+  const wf = await createFlow(
+    s.base,
+    [
+      {
+        id: 'first',
+        code: 'ld.log("token is", data.auth.token); return { got: data.input, n: data.input.count + 1 };',
+        input: {
+          whole: '{{trigger.output.body.user}}',
+          count: '{{trigger.output.body.count}}',
+          text: 'hello {{trigger.output.body.user.name}}, page {{trigger.output.query.page}}',
+          tags: '{{trigger.output.query.tag}}',
+        },
+        auth: { token: 's3cr3t-value' },
       },
-      auth: { token: 's3cr3t-value' },
-    },
-    {
-      id: 'second',
-      code: 'return { doubled: data.input.n * 2, from: data.input.label };',
-      input: { n: '{{nodes.first.output.n}}', label: 'n={{nodes.first.output.n}}' },
-    },
-  ]);
+      {
+        id: 'second',
+        code: 'return { doubled: data.input.n * 2, from: data.input.label };',
+        input: { n: '{{nodes.first.output.n}}', label: 'n={{nodes.first.output.n}}' },
+      },
+    ],
+    { workspace: 'chained' },
+  );
   const r = await hook(s.base, wf.id, { body: { user: { name: 'Ada', id: 7 }, count: 41 }, query: 'page=3&tag=a&tag=b' });
   t.equal(r.status, 202);
   const ex = await waitForFinish(s.base, r.json.executionId);
@@ -54,12 +63,12 @@ t.test('a webhook runs its workflow: trigger body and query reach the nodes, tem
   t.equal(ex.attempts, 1);
   t.ok(Number(ex.costUnits) >= 2, 'each node that ran costs at least one unit');
   t.notOk(JSON.stringify(ex).includes('s3cr3t-value'), 'the auth value appears nowhere in the execution');
-  const ws = await getWorkspace(s.base, 'ws');
+  const ws = await getWorkspace(s.base, 'chained');
   t.equal(String(ws.spentUnits), String(ex.costUnits), 'the run was charged to its workspace once');
 });
 
 t.test('a code error fails the execution at that node; later nodes do not run', async (t) => {
-  const s = await stackFixture(t);
+  const s = await shared();
   const wf = await createFlow(s.base, [
     { id: 'boom', code: 'ld.log("before"); throw new TypeError("no such thing");' },
     { id: 'never', code: 'return 1' },
@@ -76,7 +85,7 @@ t.test('a code error fails the execution at that node; later nodes do not run', 
 });
 
 t.test('a template path that does not exist fails the node before its code runs', async (t) => {
-  const s = await stackFixture(t);
+  const s = await shared();
   const wf = await createFlow(s.base, [{ id: 'a', code: 'ld.log("ran"); return 1', input: { email: '{{trigger.output.body.user.email}}' } }]);
   const r = await hook(s.base, wf.id, { body: { user: { name: 'x' } } });
   const ex = await waitForFinish(s.base, r.json.executionId);
@@ -89,7 +98,7 @@ t.test('a template path that does not exist fails the node before its code runs'
 });
 
 t.test('timeouts and memory limits of a node are its own failure, typed', async (t) => {
-  const s = await stackFixture(t);
+  const s = await shared();
   const wf = await createFlow(s.base, [{ id: 'spin', code: 'while (true) {}', limits: { timeoutMs: 200 } }]);
   const r = await hook(s.base, wf.id, { body: {} });
   const ex = await waitForFinish(s.base, r.json.executionId);
@@ -109,7 +118,7 @@ t.test('runners unreachable: the job is retried, then recorded as failed with th
 });
 
 t.test('a runner that comes back: the retried job succeeds', async (t) => {
-  const s = await stackFixture(t, { noExecutor: true });
+  const s = await stackFixture(t, { noExecutor: true, runner: await runner() });
   // The first runner URL is a closed port: every call goes to the live one after the first refusal.
   await s.startExecutor({ LDBOX_RUNNER_URLS: `http://127.0.0.1:9,${s.runner!.url}` });
   const wf = await createFlow(s.base, [{ id: 'a', code: 'return "ok"' }]);
@@ -123,8 +132,8 @@ t.test('a runner that comes back: the retried job succeeds', async (t) => {
 });
 
 t.test('a redelivered job of a finished execution changes nothing and is not charged again', async (t) => {
-  const s = await stackFixture(t);
-  const wf = await createFlow(s.base, [{ id: 'a', code: 'return Math.random()' }]);
+  const s = await shared();
+  const wf = await createFlow(s.base, [{ id: 'a', code: 'return Math.random()' }], { workspace: 'redelivered' });
   const r = await hook(s.base, wf.id, { body: {} });
   const first = await waitForFinish(s.base, r.json.executionId);
   // The same job again, as a redelivery after a lost ack would bring it (a new msg id defeats de-dup).
@@ -132,17 +141,17 @@ t.test('a redelivered job of a finished execution changes nothing and is not cha
   const { jetstream } = await import('@nats-io/jetstream');
   const nc = await connect({ servers: s.nats.url });
   t.teardown(() => nc.close());
-  const job = { v: 1, executionId: first.id, workflowId: wf.id, workspace: 'ws', receivedAt: first.createdAt, trigger: { body: {}, query: {} } };
+  const job = { v: 1, executionId: first.id, workflowId: wf.id, workspace: 'redelivered', receivedAt: first.createdAt, trigger: { body: {}, query: {} } };
   await jetstream(nc).publish(`ldbox.jobs.${wf.id}`, JSON.stringify(job), { msgID: `${first.id}-again` });
   await waitFor(async () => (await s.executor!.inFlight) === 0 && (await pendingJobs(nc)) === 0, 10_000, 'the redelivered job was consumed');
   const after = await getExecution(s.base, first.id);
   t.same(after, first, 'the record is unchanged (same output, same finishedAt)');
-  const ws = await getWorkspace(s.base, 'ws');
+  const ws = await getWorkspace(s.base, 'redelivered');
   t.equal(String(ws.spentUnits), String(first.costUnits), 'charged once');
 });
 
 t.test('malformed jobs are removed and, when their ids can be read, recorded as failed', async (t) => {
-  const s = await stackFixture(t);
+  const s = await shared();
   const wf = await createFlow(s.base, [{ id: 'a', code: 'return 1' }]);
   const { connect } = await import('@nats-io/transport-node');
   const { jetstream } = await import('@nats-io/jetstream');
@@ -163,7 +172,7 @@ t.test('malformed jobs are removed and, when their ids can be read, recorded as 
 });
 
 t.test('the executor serves /healthz, /readyz and /metrics with execution counts', async (t) => {
-  const s = await stackFixture(t);
+  const s = await stackFixture(t, { runner: await runner() });
   const base = `http://127.0.0.1:${s.executor!.port}`;
   t.equal((await fetch(`${base}/healthz`)).status, 200);
   await waitFor(() => s.executor!.ready(), 10_000, 'executor ready');
@@ -191,7 +200,7 @@ t.test('the executor serves /healthz, /readyz and /metrics with execution counts
 });
 
 t.test('executions list newest first through the control plane', async (t) => {
-  const s = await stackFixture(t);
+  const s = await shared();
   const wf = await createFlow(s.base, [{ id: 'a', code: 'return data.input', input: { i: '{{trigger.output.body.i}}' } }]);
   const ids: string[] = [];
   for (let i = 0; i < 3; i++) {
@@ -220,7 +229,7 @@ async function pendingJobs(nc: import('@nats-io/transport-node').NatsConnection)
 }
 
 t.test('stopping while NATS is away and a job runs: close() cancels the run and returns', async (t) => {
-  const s = await stackFixture(t, { noExecutor: true });
+  const s = await stackFixture(t, { noExecutor: true, runner: await runner() });
   const ex = await s.startExecutor();
   const wf = await createFlow(s.base, [{ id: 'slow', code: 'await ld.wait(5000); return 1' }]);
   const id = (await hook(s.base, wf.id, { body: {} })).json.executionId;
@@ -233,7 +242,7 @@ t.test('stopping while NATS is away and a job runs: close() cancels the run and 
 });
 
 t.test('destroy() cancels a running job at once and gives it back; the executor is closed', async (t) => {
-  const s = await stackFixture(t, { noExecutor: true });
+  const s = await stackFixture(t, { noExecutor: true, runner: await runner() });
   const ex = await s.startExecutor();
   t.equal(ex.state, 'ready');
   const wf = await createFlow(s.base, [{ id: 'slow', code: 'await ld.wait(20000); return 1' }]);

@@ -26,6 +26,11 @@ export interface StackOptions {
   runnerEnv?: Record<string, string>;
   /** Start no runner (the executor's runner URL then points at a closed port unless set). */
   noRunner?: boolean;
+  /**
+   * Use this runner (started by the caller, e.g. {@link sharedRunner}) instead of starting one; the
+   * fixture does not close it. `runnerEnv` then does not apply.
+   */
+  runner?: TestRunner;
   /** Start no executor (the test starts its own). */
   noExecutor?: boolean;
   /** Flags of the nats-server (auth, TLS). */
@@ -45,8 +50,8 @@ export async function stackFixture(t: Test, opts: StackOptions = {}): Promise<St
   const trace = process.env.LDBOX_TEST_NATS_TRACE ? ['-V', '-l', process.env.LDBOX_TEST_NATS_TRACE] : [];
   const natsOpts = { ...opts.natsOpts, args: [...(opts.natsOpts?.args ?? []), ...trace] };
   const gw = await gatewayFixture(t, {}, natsOpts, { natsEnv: opts.natsEnv, log: opts.gatewayLog });
-  let runner: TestRunner | undefined;
-  if (!opts.noRunner) {
+  let runner: TestRunner | undefined = opts.noRunner ? undefined : opts.runner;
+  if (!opts.noRunner && !runner) {
     runner = await startTestRunner(opts.runnerEnv ?? {});
     t.teardown(() => runner!.close());
   }
@@ -72,6 +77,38 @@ export async function stackFixture(t: Test, opts: StackOptions = {}): Promise<St
   };
   const executor = opts.noExecutor ? undefined : await start();
   return { ...gw, runner, executor, startExecutor: start, executorEnv };
+}
+
+/**
+ * One runner for the tests of a file (started on first use, closed when `root` ends): a runner's pool
+ * workers load QuickJS on their first calls, 2-5 s of both cores, which a runner per test pays every
+ * time. A runner keeps no state between calls that a test could see, so tests that only need *a*
+ * runner share it; a test that stops or reconfigures its runner starts its own. `root` is the file's
+ * top-level tap object.
+ */
+export function sharedRunner(root: Test, env: Record<string, string> = {}): () => Promise<TestRunner> {
+  let runner: Promise<TestRunner> | undefined;
+  return () => {
+    if (!runner) {
+      runner = startTestRunner(env);
+      const started = runner;
+      root.teardown(async () => (await started).close());
+    }
+    return runner;
+  };
+}
+
+/**
+ * One whole stack for the tests of a file that need only fresh workflows and execution ids, not a fresh
+ * nats-server, gateway or executor (started on first use with `opts`, torn down when `root` ends). Such
+ * tests create their own workflows (fresh ids) and, where they check a workspace's spend, their own
+ * workspace; a test that kills or restarts a part, or counts what the executor did, takes a fresh stack.
+ * `sharedRunner`: the file's {@link sharedRunner}, for the stack to use too.
+ */
+export function sharedStack(root: Test, opts: StackOptions & { sharedRunner?: () => Promise<TestRunner> } = {}): () => Promise<StackFixture> {
+  let stack: Promise<StackFixture> | undefined;
+  const start = async () => stackFixture(root, { ...opts, runner: opts.runner ?? (await opts.sharedRunner?.()) });
+  return () => (stack ??= start());
 }
 
 /** GetExecution over Connect JSON; undefined while there is no record yet. */
