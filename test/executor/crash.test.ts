@@ -16,15 +16,19 @@ import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { hook, rpc } from '../gateway/harness.js';
-import { sleep, testClient, waitFor } from '../nats/util.js';
-import { createFlow, getExecution, getWorkspace, type StackFixture, stackFixture, waitForFinish } from './harness.js';
+import { testClient, waitFor } from '../nats/util.js';
+import { createFlow, getExecution, getWorkspace, type StackFixture, sharedRunner, stackFixture, waitForFinish } from './harness.js';
 import { TEST_DATA_KEY } from '../helpers/data-keys.js';
+import { nodeChild } from '../helpers/ldbox-cli.js';
 
 const BIN = fileURLToPath(new URL('../../../bin/ldbox.js', import.meta.url));
 const ACK_WAIT_MS = 2000;
 const SUCCEEDED = 'EXECUTION_STATUS_SUCCEEDED';
 const FAILED = 'EXECUTION_STATUS_FAILED';
 const RUNNING = 'EXECUTION_STATUS_RUNNING';
+
+// Each test kills an executor on a stack of its own; the runner (never killed here) is the file's one.
+const runner = sharedRunner(t, { LDBOX_EGRESS_ALLOW: '127.0.0.1' });
 
 // ---------------------------------------------------------------------------------------------------
 // A counting HTTP server: the nodes' side effect. `hold(path)` makes the next hit on `path` wait for
@@ -108,7 +112,8 @@ process.on('exit', () => {
 function spawnExecutor(t: Test, env: Record<string, string>): ChildExecutor {
   // The child sees only the settings given here (no stray LDBOX_* or NATS_URL of the caller's shell).
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LDBOX_') && !k.startsWith('NATS_')));
-  const proc = spawn(process.execPath, [BIN, 'executor'], { env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Without tap's module loader (ldbox-cli.ts, withoutTapLoader): it only slows the child's start.
+  const proc = spawn(...nodeChild([BIN, 'executor']), { env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   liveChildren.add(proc);
   const exited = new Promise<void>((r) => proc.once('exit', () => (liveChildren.delete(proc), r())));
   let out = '';
@@ -153,11 +158,23 @@ async function waitWithLog(child: ChildExecutor, cond: () => boolean | Promise<b
   }
 }
 
-/** Jobs of the executors' consumer not yet settled (pending + delivered-but-unacked). */
-async function unsettledJobs(t: Test, s: StackFixture): Promise<number> {
-  const nc = await testClient(t, s.nats.url, 'ldbox-test-crash').whenConnected();
-  const info = await (await jetstreamManager(nc)).consumers.info('JOBS', 'executor');
-  return info.num_pending + info.num_ack_pending;
+/** Jobs of the executors' consumer not yet settled (pending + delivered-but-unacked), through one client per test. */
+function unsettledJobs(t: Test, s: StackFixture): () => Promise<number> {
+  const nc = testClient(t, s.nats.url, 'ldbox-test-crash').whenConnected();
+  return async () => {
+    const info = await (await jetstreamManager(await nc)).consumers.info('JOBS', 'executor');
+    return info.num_pending + info.num_ack_pending;
+  };
+}
+
+/**
+ * Waits until the job is settled on the server (acked, or termed). What "no late run" needs: a settled job
+ * is never delivered again, whatever ack wait passes, so once this holds the record and the counter can
+ * only change through a bug that the assertions after it catch. A wait on that condition, not a pause of
+ * an ack wait.
+ */
+async function waitUntilSettled(unsettled: () => Promise<number>): Promise<void> {
+  await waitFor(async () => (await unsettled()) === 0, 15_000, 'the job settled on the server');
 }
 
 const units = (v: unknown): string => String(v ?? '0');
@@ -165,7 +182,7 @@ const units = (v: unknown): string => String(v ?? '0');
 // ---------------------------------------------------------------------------------------------------
 
 t.test('SIGKILL mid-node: the job is redelivered and the record is exactly once; the interrupted side effect is at least once (twice)', async (t) => {
-  const s = await stackFixture(t, { noExecutor: true, runnerEnv: { LDBOX_EGRESS_ALLOW: '127.0.0.1' } });
+  const s = await stackFixture(t, { noExecutor: true, runner: await runner() });
   const counter = await counterServer(t);
   const wf = await createFlow(s.base, [
     {
@@ -227,16 +244,17 @@ t.test('SIGKILL mid-node: the job is redelivered and the record is exactly once;
   t.equal(counter.hits('/hit'), 2, 'the interrupted node ran twice (at-least-once side effect)');
   t.same(counter.bodies('/hit'), [{ executionInput: { order: 42 } }, { executionInput: { order: 42 } }], 'both with the same input');
 
-  // No late third run: another ack wait later, nothing has changed and nothing is left in the queue.
-  await sleep(ACK_WAIT_MS + 1000);
-  t.same(await getExecution(s.base, id), ex, 'the record is unchanged an ack wait later');
+  // No late third run: once the job is settled nothing can redeliver it; nothing has changed and nothing is left in the queue.
+  const unsettled = unsettledJobs(t, s);
+  await waitUntilSettled(unsettled);
+  t.same(await getExecution(s.base, id), ex, 'the record is unchanged once the job is settled');
   t.equal(counter.hits('/hit'), 2, 'no third request');
   t.equal(units((await getWorkspace(s.base, 'ws')).spentUnits), units(ex.costUnits), 'still charged once');
-  t.equal(await unsettledJobs(t, s), 0, 'the job is acked');
+  t.equal(await unsettled(), 0, 'the job is acked');
 });
 
 t.test('SIGKILL while the second node runs: the redelivery resumes after the first node, which does not run again', async (t) => {
-  const s = await stackFixture(t, { noExecutor: true, runnerEnv: { LDBOX_EGRESS_ALLOW: '127.0.0.1' } });
+  const s = await stackFixture(t, { noExecutor: true, runner: await runner() });
   const counter = await counterServer(t);
   const wf = await createFlow(s.base, [
     { id: 'one', code: `const r = await ld.request({ url: '${counter.url}/one', method: 'POST', body: { n: 1 } }); return { first: r.json.n };` },
@@ -284,15 +302,16 @@ t.test('SIGKILL while the second node runs: the redelivery resumes after the fir
   const ws = await getWorkspace(s.base, 'ws');
   t.equal(units(ws.spentUnits), units(ex.costUnits), 'charged once');
 
-  await sleep(ACK_WAIT_MS + 1000);
-  t.same(await getExecution(s.base, id), ex, 'unchanged an ack wait later');
+  const unsettled = unsettledJobs(t, s);
+  await waitUntilSettled(unsettled);
+  t.same(await getExecution(s.base, id), ex, 'unchanged once the job is settled');
   t.equal(counter.hits('/one'), 1);
   t.equal(counter.hits('/two'), 2);
-  t.equal(await unsettledJobs(t, s), 0);
+  t.equal(await unsettled(), 0);
 });
 
 t.test('SIGKILL during the last attempt: the execution is recorded failed through the extra delivery, not lost or left running', async (t) => {
-  const s = await stackFixture(t, { noExecutor: true, runnerEnv: { LDBOX_EGRESS_ALLOW: '127.0.0.1' } });
+  const s = await stackFixture(t, { noExecutor: true, runner: await runner() });
   const counter = await counterServer(t);
   const wf = await createFlow(s.base, [
     { id: 'call', code: `const r = await ld.request({ url: '${counter.url}/hit', method: 'POST', body: {} }); return r.status;` },
@@ -327,7 +346,8 @@ t.test('SIGKILL during the last attempt: the execution is recorded failed throug
   t.equal((await rpc(s.base, 'ListExecutions', { workflowId: wf.id })).json.executions.length, 1);
   t.equal(units((await getWorkspace(s.base, 'ws')).spentUnits), units(ex.costUnits), 'charged what was recorded (nothing finished)');
 
-  await sleep(ACK_WAIT_MS + 1000);
-  t.same(await getExecution(s.base, id), ex, 'unchanged an ack wait later');
-  t.equal(await unsettledJobs(t, s), 0, 'the job was removed from the queue (term), not left unacked');
+  const unsettled = unsettledJobs(t, s);
+  await waitUntilSettled(unsettled);
+  t.same(await getExecution(s.base, id), ex, 'unchanged once the job is settled');
+  t.equal(await unsettled(), 0, 'the job was removed from the queue (term), not left unacked');
 });
