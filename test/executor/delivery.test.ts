@@ -4,8 +4,13 @@
  * request with an Idempotency-Key runs once — also across a NATS restart in the middle of the load.
  */
 import t from 'tap';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { hook, rpc } from '../gateway/harness.js';
-import { createFlow, stackFixture, waitForFinish } from './harness.js';
+import { jobsAllAcked, testClient, waitFor } from '../nats/util.js';
+import { createFlow, sharedRunner, stackFixture, waitForFinish } from './harness.js';
+
+// Each test has a stack of its own (the second restarts NATS), on one runner.
+const runner = sharedRunner(t);
 
 /** Every execution of a workflow, all pages. */
 async function allExecutions(base: string, workflowId: string): Promise<any[]> {
@@ -21,7 +26,7 @@ async function allExecutions(base: string, workflowId: string): Promise<any[]> {
 }
 
 t.test('retries with one Idempotency-Key get one execution id and run once', async (t) => {
-  const s = await stackFixture(t);
+  const s = await stackFixture(t, { runner: await runner() });
   const wf = await createFlow(s.base, [{ id: 'a', code: 'return data.input', input: { n: '{{trigger.output.body.n}}' } }]);
   const replies = await Promise.all(Array.from({ length: 5 }, () => hook(s.base, wf.id, { body: { n: 1 }, headers: { 'idempotency-key': 'order-42' } })));
   t.same(
@@ -36,12 +41,17 @@ t.test('retries with one Idempotency-Key get one execution id and run once', asy
   // A later retry, after the run finished, still gets the same id and starts nothing.
   const again = await hook(s.base, wf.id, { body: { n: 1 }, headers: { 'idempotency-key': 'order-42' } });
   t.equal(again.json.executionId, ex.id);
-  await new Promise((r) => setTimeout(r, 500));
+  // Had the retry queued a second job, the executor would have run it by the time every job is acked.
+  const jsm = await jetstreamManager(await testClient(t, s.nats.url, 'ldbox-test-reader').whenConnected());
+  await waitFor(async () => (await jobsAllAcked(jsm)).done, 10_000, 'every queued job handled');
   t.equal((await allExecutions(s.base, wf.id)).length, 1, 'one execution in all');
 });
 
 t.test('every accepted webhook runs exactly once, also when NATS restarts under load', async (t) => {
-  const s = await stackFixture(t);
+  // An ack sent while NATS restarts can be lost: that job comes back after the ack wait, then finds its
+  // record finished. 5 s instead of the default 30 s bounds the wait for it (heartbeats every ~1.7 s
+  // keep a running job's delivery alive; a job here runs for milliseconds).
+  const s = await stackFixture(t, { runner: await runner(), executorEnv: { LDBOX_EXECUTOR_ACK_WAIT_MS: '5000' } });
   const wf = await createFlow(s.base, [{ id: 'a', code: 'return { n: data.input.n }', input: { n: '{{trigger.output.body.n}}' } }]);
   const accepted = new Map<string, number>();
   let refused = 0;
