@@ -23,7 +23,10 @@ import type { WorkflowRecord } from '../../src/workflows/workflow-model.js';
 import { jobOf, workflowRecord } from '../helpers/execution-fixtures.js';
 import { hook, rpc } from '../gateway/harness.js';
 import { natsFixture, waitFor } from '../nats/util.js';
-import { createFlow, getWorkspace, stackFixture, waitForFinish } from './harness.js';
+import { createFlow, getWorkspace, sharedRunner, stackFixture, waitForFinish } from './harness.js';
+
+// The end-to-end tests each start a stack of their own (executor settings, workspace totals), on one runner.
+const runner = sharedRunner(t);
 
 const SUCCEEDED = 'EXECUTION_STATUS_SUCCEEDED';
 const FAILED = 'EXECUTION_STATUS_FAILED';
@@ -251,7 +254,7 @@ t.test('roll-ups racing each other, or dying half-way, count every charge once',
 });
 
 t.test('concurrent executions of one workspace are each charged once, and GetWorkspace reports the total', async (t) => {
-  const s = await stackFixture(t, { executorEnv: { LDBOX_EXECUTOR_CONCURRENCY: '8' } });
+  const s = await stackFixture(t, { runner: await runner(), executorEnv: { LDBOX_EXECUTOR_CONCURRENCY: '8' } });
   const wf = await createFlow(s.base, [{ id: 'a', code: 'return data.input' }]);
   const ids = (await Promise.all(Array.from({ length: 40 }, (_, i) => hook(s.base, wf.id, { body: { i } })))).map((r) => r.json.executionId as string);
   const done = await Promise.all(ids.map((id) => waitForFinish(s.base, id, 30_000)));
@@ -273,7 +276,7 @@ t.test('concurrent executions of one workspace are each charged once, and GetWor
 t.test('the spending cap under concurrency: the spend ends within budget + concurrency × one execution’s cost', async (t) => {
   const CONCURRENCY = 4;
   const BUDGET = 3;
-  const s = await stackFixture(t, { executorEnv: { LDBOX_EXECUTOR_CONCURRENCY: String(CONCURRENCY) } });
+  const s = await stackFixture(t, { runner: await runner(), executorEnv: { LDBOX_EXECUTOR_CONCURRENCY: String(CONCURRENCY) } });
   const wf = await createFlow(s.base, [{ id: 'a', code: 'return 1' }], { workspace: 'capped' });
   t.equal((await rpc(s.base, 'SetWorkspaceBudget', { name: 'capped', monthlyBudgetUnits: String(BUDGET) }, WORKSPACES)).status, 200);
   const answers = await Promise.all(Array.from({ length: 24 }, () => hook(s.base, wf.id, { body: {} })));
@@ -304,7 +307,7 @@ t.test('the spending cap with two executors: the overshoot stays within (concurr
   const CONCURRENCY = 3;
   const EXECUTORS = 2;
   const BUDGET = 2;
-  const s = await stackFixture(t, { executorEnv: { LDBOX_EXECUTOR_CONCURRENCY: String(CONCURRENCY) } });
+  const s = await stackFixture(t, { runner: await runner(), executorEnv: { LDBOX_EXECUTOR_CONCURRENCY: String(CONCURRENCY) } });
   await s.startExecutor();
   const wf = await createFlow(s.base, [{ id: 'a', code: 'return 1' }], { workspace: 'capped2' });
   t.equal((await rpc(s.base, 'SetWorkspaceBudget', { name: 'capped2', monthlyBudgetUnits: String(BUDGET) }, WORKSPACES)).status, 200);
@@ -328,7 +331,7 @@ t.test('the spending cap with two executors: the overshoot stays within (concurr
 });
 
 t.test('an executor started beside a gateway older than the ledger creates the CHARGES stream, with the records’ retention', async (t) => {
-  const s = await stackFixture(t, { noExecutor: true });
+  const s = await stackFixture(t, { noExecutor: true, runner: await runner() });
   const client = await (await import('@nats-io/transport-node')).connect({ servers: s.nats.url });
   t.teardown(() => client.close());
   const jsm = await jetstreamManager(client);
