@@ -25,12 +25,16 @@ import {
 } from '../../src/gen/ldbox/workflows/v1/workflows_pb.js';
 import { ADMIN_TOKEN, gatewayFixture, hook, rpc } from '../gateway/harness.js';
 import { testClient } from '../nats/util.js';
-import { createFlow, getExecution, stackFixture, waitForFinish } from './harness.js';
+import { createFlow, getExecution, sharedStack, waitForFinish } from './harness.js';
+
+// Every end-to-end test here needs only workflows of its own: one stack for the file. Up to 5 attempts
+// (the default, said explicitly) so that "one attempt" below means the executor chose not to retry.
+const stack = sharedStack(t, { executorEnv: { LDBOX_EXECUTOR_MAX_ATTEMPTS: '5' } });
 
 const nested = (depth: number): string => '{"a":'.repeat(depth - 1) + '{"leaf":1}' + '}'.repeat(depth - 1);
 
 t.test('body depth: the limit runs end to end, one over is 400 body_too_deep, very deep is 400 and the gateway keeps serving', async (t) => {
-  const s = await stackFixture(t, { executorEnv: { LDBOX_EXECUTOR_MAX_ATTEMPTS: '5' } });
+  const s = await stack();
   const wf = await createFlow(s.base, [{ id: 'echo', code: 'return data.input', input: { body: '{{trigger.output.body}}' } }]);
 
   const at = await hook(s.base, wf.id, { body: nested(MAX_BODY_DEPTH), headers: { 'content-type': 'application/json' } });
@@ -67,7 +71,7 @@ t.test('very deep bodies are 400 body_too_deep (not 500) and the gateway keeps s
 });
 
 t.test('failures caused by the data fail the node at once, with one attempt and a readable reason', async (t) => {
-  const s = await stackFixture(t, { executorEnv: { LDBOX_EXECUTOR_MAX_ATTEMPTS: '5' } });
+  const s = await stack();
 
   t.test('an input nested over 32 levels (template places the body deep)', async (t) => {
     let input: unknown = '{{trigger.output.body}}';
@@ -94,7 +98,7 @@ t.test('failures caused by the data fail the node at once, with one attempt and 
 });
 
 t.test('records read whatever they hold: deep values and odd keys written straight into KV', async (t) => {
-  const s = await stackFixture(t);
+  const s = await stack();
   const wf = await createFlow(s.base, [{ id: 'a', code: 'return 1' }]);
   const nc = await testClient(t, s.nats.url, 'ldbox-test-writer').whenConnected();
   const kv = await new Kvm(nc).open(KV_BUCKETS.executions);
@@ -128,7 +132,7 @@ t.test('records read whatever they hold: deep values and odd keys written straig
 });
 
 t.test('__proto__, constructor and prototype are plain keys from body to input to result to the record', async (t) => {
-  const s = await stackFixture(t);
+  const s = await stack();
   const wf = await createFlow(s.base, [
     {
       id: 'echo',
@@ -164,7 +168,7 @@ t.test('__proto__, constructor and prototype are plain keys from body to input t
 });
 
 t.test('GetExecution and ListExecutions give __proto__, constructor and prototype back as own keys, in JSON and binary', async (t) => {
-  const s = await stackFixture(t);
+  const s = await stack();
   const wf = await createFlow(s.base, [{ id: 'echo', code: 'return data.input', input: { whole: '{{trigger.output.body}}' } }]);
   const body =
     '{"__proto__":{"x":1,"__proto__":{"polluted":true}},"constructor":{"prototype":{"__proto__":"s"}},' +
