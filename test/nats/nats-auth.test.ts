@@ -14,11 +14,15 @@ import t, { type Test } from 'tap';
 import { startGateway } from '../../gateway/index.js';
 import { loadGatewayConfig } from '../../gateway/gateway-config.js';
 import type { Logger } from '../../src/logging/logger.js';
-import { createFlow, stackFixture, waitForFinish } from '../executor/harness.js';
+import { createFlow, sharedRunner, stackFixture, waitForFinish } from '../executor/harness.js';
 import { ADMIN_TOKEN, hook } from '../gateway/harness.js';
 import { freePort, startNatsServer, type NatsServerOptions, type TestNatsServer } from '../helpers/nats-server.js';
 import { waitFor } from './util.js';
 import { TEST_DATA_KEY } from '../helpers/data-keys.js';
+
+// Each round trip has a secured nats-server, gateway and executor of its own; the runner, which does not
+// talk to NATS, is the file's one.
+const runner = sharedRunner(t);
 
 const PASSWORD = 'pw-Zq8!hunter2-secret';
 const TOKEN = 'tok-Xk3-hunter2-secret';
@@ -31,7 +35,7 @@ function capture(lines: string[]): Logger {
 /** Runs a webhook through the stack (gateway → JetStream → executor → runner) with the given NATS settings. */
 async function roundTrip(t: Test, natsOpts: NatsServerOptions, natsEnv: (n: TestNatsServer) => Record<string, string>, secrets: string[]): Promise<void> {
   const logs: string[] = [];
-  const s = await stackFixture(t, { natsOpts, natsEnv, gatewayLog: capture(logs), executorLog: capture(logs) });
+  const s = await stackFixture(t, { runner: await runner(), natsOpts, natsEnv, gatewayLog: capture(logs), executorLog: capture(logs) });
   await waitFor(() => s.executor!.ready(), 15_000, 'executor ready (connected, buckets open, consumer in place)');
   const wf = await createFlow(s.base, [{ id: 'a', code: 'return { doubled: data.input.x * 2 };', input: { x: '{{trigger.output.body.x}}' } }]);
   const r = await hook(s.base, wf.id, { body: { x: 21 } });
