@@ -20,11 +20,15 @@ import { KV_BUCKETS } from '../../src/nats/streams.js';
 import { isSecretUnavailable } from '../../src/store/store-errors.js';
 import { WorkflowRepository } from '../../src/store/workflow-repository.js';
 import type { WorkflowRecord } from '../../src/workflows/workflow-model.js';
-import { createFlow, stackFixture, waitForFinish } from '../executor/harness.js';
+import { createFlow, sharedRunner, stackFixture, waitForFinish } from '../executor/harness.js';
 import { hook, rpc } from '../gateway/harness.js';
 import { TEST_DATA_KEY, TEST_DATA_KEY_B } from '../helpers/data-keys.js';
 import { ldbox } from '../helpers/ldbox-cli.js';
 import { waitFor } from '../nats/util.js';
+
+// Each test has its own nats-server (it reads the server's files) and gateway; the tests that run
+// workflows share one runner, and those that start no executor start no runner.
+const runner = sharedRunner(t);
 
 const SECRET = 'tok-Zq81vXk3-do-not-store-me';
 const KEY_A = dataKey(Buffer.from(TEST_DATA_KEY, 'base64'));
@@ -91,7 +95,7 @@ async function refusal(p: Promise<unknown>): Promise<string> {
 }
 
 t.test("node auth is sealed in the KV entry and in nats-server's files; the node still sees it", async (t) => {
-  const s = await stackFixture(t);
+  const s = await stackFixture(t, { runner: await runner() });
   const r = await raw(t, s.nats.url);
   const wf = await createFlow(s.base, [SEES_SECRET]);
   t.same(wf.nodes[0].auth, { token: '[REDACTED]', n: 7 }, 'the response shows auth redacted');
@@ -117,7 +121,7 @@ t.test("node auth is sealed in the KV entry and in nats-server's files; the node
 });
 
 t.test('a wrong key is refused naming the key id: the execution fails, the control plane answers failed_precondition', async (t) => {
-  const s = await stackFixture(t, { noExecutor: true });
+  const s = await stackFixture(t, { noExecutor: true, runner: await runner() });
   const r = await raw(t, s.nats.url);
   const wf = await createFlow(s.base, [SEES_SECRET]);
   const expected = `workflow ${wf.id} node "n1": the stored secret is sealed with data key ${KEY_A.id}, which is not configured (LDBOX_DATA_KEY or LDBOX_DATA_KEY_OLD)`;
@@ -143,7 +147,7 @@ t.test('a wrong key is refused naming the key id: the execution fails, the contr
 });
 
 t.test('rotation: A old and B current reads; ldbox reencrypt moves everything to B', async (t) => {
-  const s = await stackFixture(t, { noExecutor: true });
+  const s = await stackFixture(t, { noExecutor: true, noRunner: true });
   const r = await raw(t, s.nats.url);
   const wf = await createFlow(s.base, [SEES_SECRET, { id: 'n2', code: 'return 1', auth: { other: 'x-other-secret' } }]);
   const rotated = new KeyRing(KEY_B, [KEY_A]);
@@ -181,7 +185,7 @@ t.test('rotation: A old and B current reads; ldbox reencrypt moves everything to
 });
 
 t.test('a plaintext record of an earlier version is read, and sealed on its next write or by reencrypt', async (t) => {
-  const s = await stackFixture(t);
+  const s = await stackFixture(t, { runner: await runner() });
   const r = await raw(t, s.nats.url);
   const wf = await createFlow(s.base, [SEES_SECRET]);
   const wf2 = await createFlow(s.base, [{ id: 'm', code: 'return 1', auth: { k: 'legacy-two' } }]);
@@ -212,7 +216,7 @@ t.test('a plaintext record of an earlier version is read, and sealed on its next
 });
 
 t.test('a sealed value tampered with, or moved to another node or workflow, is refused, not garbage', async (t) => {
-  const s = await stackFixture(t);
+  const s = await stackFixture(t, { runner: await runner() });
   const r = await raw(t, s.nats.url);
   const keys = new KeyRing(KEY_A);
   const wf = await createFlow(s.base, [SEES_SECRET, { id: 'n2', code: 'return 1', auth: { other: 'x' } }]);
@@ -255,7 +259,7 @@ t.test('a sealed value tampered with, or moved to another node or workflow, is r
 });
 
 t.test('ListWorkflows lists a workflow sealed with a key rotated away, marked unreadable, and the others as usual', async (t) => {
-  const s = await stackFixture(t, { noExecutor: true });
+  const s = await stackFixture(t, { noExecutor: true, noRunner: true });
   const sealedWithA = await createFlow(s.base, [SEES_SECRET]);
   const lines: string[] = [];
   const sink = new Writable({
