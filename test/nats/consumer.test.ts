@@ -25,6 +25,12 @@ async function setup(client: NatsClient, jsm: JetStreamManager, n: number, opts:
 
 const messages = async (jsm: JetStreamManager) => (await jsm.streams.info('JOBS')).state.messages;
 
+/** Jobs the consumer could still deliver: pending, or delivered and awaiting an ack. */
+async function unsettled(jsm: JetStreamManager): Promise<number> {
+  const info = await jsm.consumers.info('JOBS', 'executor');
+  return info.num_pending + info.num_ack_pending;
+}
+
 t.test('a job not acked within ack_wait is redelivered, with the delivery count', async (t) => {
   const { client, jsm } = await natsFixture(t);
   await setup(client, jsm, 1, { ackWaitMs: 1000 });
@@ -96,7 +102,10 @@ t.test('failed attempts are retried with a delay; the last one is flagged and re
   );
   t.ok(seen[1]!.at - seen[0]!.at >= 180, 'nak delay respected');
   t.same(exhausted, [{ attempt: 3, error: 'boom 3' }], 'failure recorded once, on the last attempt');
-  await sleep(2500); // longer than ack_wait: term removed it for good
+  // Term removed it for good: nothing is left for the consumer to deliver (no job pending, none awaiting an
+  // ack whose ack_wait could run out), and a flush has brought in anything the server had sent before.
+  await waitFor(async () => (await unsettled(jsm)) === 0, 5000, 'nothing left to deliver');
+  await client.nc.flush();
   t.equal(seen.length, 3, 'never delivered again');
   await loop.close();
 });
