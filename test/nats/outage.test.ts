@@ -11,7 +11,7 @@ import { ensureJobConsumer, runJobConsumer } from '../../src/nats/job-consumer.j
 import { JobPublisher, type PublishResult } from '../../src/nats/job-publisher.js';
 import { watchKvBucket } from '../../src/nats/kv-cache.js';
 import { KV_BUCKETS, ensureJobsStream, ensureKvBuckets, jobSubject } from '../../src/nats/streams.js';
-import { enc, jobsAllAcked, natsFixture, sleep, startTcpProxy, testClient, waitFor } from './util.js';
+import { enc, jobsAllAcked, natsFixture, reconnectAttempts, sleep, startTcpProxy, testClient, waitFor } from './util.js';
 
 t.test('kill -9 mid-publish: fast `unavailable`, reconnecting state, then self-recovery with every acked job kept', async (t) => {
   const { server, client, jsm } = await natsFixture(t);
@@ -21,6 +21,7 @@ t.test('kill -9 mid-publish: fast `unavailable`, reconnecting state, then self-r
   t.teardown(() => pub.close());
   const states: NatsState[] = [];
   client.onState((s) => states.push(s));
+  const attempts = reconnectAttempts(client.nc);
 
   // 300 acked jobs, then 300 more in flight when the server dies.
   for (let i = 0; i < 300; i++) {
@@ -61,9 +62,10 @@ t.test('kill -9 mid-publish: fast `unavailable`, reconnecting state, then self-r
   t.match(await claimIdempotencyKey(idempotency, 'wf', 'k', 'ex-1'), { ok: false, error: 'unavailable' });
   t.ok(Date.now() - t0 < 1500, `KV claim while down fails within its timeout (${Date.now() - t0} ms)`);
 
-  // Down for a while (longer than a few reconnect attempts), then back: same port, same data dir.
-  await sleep(1500);
-  t.equal(client.state, 'reconnecting', 'still retrying after 1.5 s down');
+  // Down for a while (several reconnect attempts), then back: same port, same data dir.
+  const before = attempts();
+  await waitFor(() => attempts() >= before + 5, 10_000, 'five more reconnect attempts');
+  t.equal(client.state, 'reconnecting', 'still retrying after five more failed reconnect attempts');
   await server.restart();
   await waitFor(() => client.state === 'connected', 5000, 'reconnected by itself');
   t.same(states, ['reconnecting', 'connected']);
@@ -113,12 +115,14 @@ t.test('the consumer loop and the KV cache ride out a server crash and resume on
     if (!r.ok) throw new Error(r.message);
   }
   await waitFor(() => processed.size >= 10, 3000, 'some jobs processed');
+  const attempts = reconnectAttempts(client.nc);
   await server.kill('SIGKILL');
   const atKill = processed.size;
   t.ok(atKill < 100, `killed mid-run (${atKill} of 100 done)`);
   await waitFor(() => client.state === 'reconnecting', 2000, 'reconnecting');
   t.equal(cache.get('wf1')?.v, 1, 'cache keeps serving lookups while NATS is down');
-  await sleep(1000);
+  // Down for several reconnect attempts before it comes back.
+  await waitFor(() => attempts() >= 5, 10_000, 'five reconnect attempts');
 
   await server.restart();
   await waitFor(() => client.state === 'connected', 5000, 'reconnected');
@@ -176,6 +180,7 @@ t.test('one client cut off (partition) while others write: it reports reconnecti
   t.teardown(() => pub.close());
   t.ok((await pub.publish(jobSubject('wf1'), enc.encode('{}'))).ok);
 
+  const attempts = reconnectAttempts(gateway.nc);
   await proxy.cut();
   await waitFor(() => gateway.state === 'reconnecting', 2000, 'gateway notices');
   t.match(await pub.publish(jobSubject('wf1'), enc.encode('{}')), { ok: false, error: 'unavailable' }, 'webhooks would get 503');
@@ -185,7 +190,8 @@ t.test('one client cut off (partition) while others write: it reports reconnecti
   await workflows.put('wf3', JSON.stringify({ v: 1 }));
   t.equal(cache.get('wf1')?.v, 1, 'stale but available while cut off');
 
-  await sleep(500);
+  // Cut off for a few reconnect attempts before the network comes back.
+  await waitFor(() => attempts() >= 3, 10_000, 'three reconnect attempts');
   await proxy.restore();
   await waitFor(() => gateway.state === 'connected', 5000, 'gateway reconnects');
   await waitFor(() => !cache.has('wf1') && cache.get('wf2')?.v === 2 && cache.get('wf3')?.v === 1, 5000, 'cache caught up');

@@ -1,6 +1,7 @@
 /** Shared set-up for the NATS tests: a real server per test file, a fast-reconnecting client. */
 import type { Test } from 'tap';
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { connectNats, type NatsClient } from '../../src/nats/connect.js';
 import { JOBS_CONSUMER } from '../../src/nats/job-consumer.js';
 import { startNatsServer, type NatsServerOptions, type TestNatsServer } from '../helpers/nats-server.js';
@@ -38,6 +39,19 @@ export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs 
     if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleep(20);
   }
+}
+
+/**
+ * The reconnect attempts `nc` has made since this call (nats.js reports each dial as a `reconnecting`
+ * status). For a test that keeps a server away "for a few reconnect attempts": it waits until that many
+ * were made, a condition, where a pause would guess how many fit in it. Call it before the server goes.
+ */
+export function reconnectAttempts(nc: NatsConnection): () => number {
+  let attempts = 0;
+  void (async () => {
+    for await (const s of nc.status()) if (s.type === 'reconnecting') attempts++;
+  })().catch(() => undefined);
+  return () => attempts;
 }
 
 export const enc = new TextEncoder();
