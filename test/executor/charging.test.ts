@@ -23,7 +23,7 @@ import type { WorkflowRecord } from '../../src/workflows/workflow-model.js';
 import { jobOf, workflowRecord } from '../helpers/execution-fixtures.js';
 import { hook, rpc } from '../gateway/harness.js';
 import { natsFixture, waitFor } from '../nats/util.js';
-import { createFlow, getWorkspace, sharedRunner, stackFixture, waitForFinish } from './harness.js';
+import { createFlow, getWorkspace, sharedRunner, stackFixture, waitForAllFinished, waitForFinish } from './harness.js';
 
 // The end-to-end tests each start a stack of their own (executor settings, workspace totals), on one runner.
 const runner = sharedRunner(t);
@@ -257,7 +257,7 @@ t.test('concurrent executions of one workspace are each charged once, and GetWor
   const s = await stackFixture(t, { runner: await runner(), executorEnv: { LDBOX_EXECUTOR_CONCURRENCY: '8' } });
   const wf = await createFlow(s.base, [{ id: 'a', code: 'return data.input' }]);
   const ids = (await Promise.all(Array.from({ length: 40 }, (_, i) => hook(s.base, wf.id, { body: { i } })))).map((r) => r.json.executionId as string);
-  const done = await Promise.all(ids.map((id) => waitForFinish(s.base, id, 30_000)));
+  const done = await waitForAllFinished(s.base, ids, 30_000);
   t.same(
     done.map((e) => e.status),
     ids.map(() => SUCCEEDED),
@@ -282,7 +282,7 @@ t.test('the spending cap under concurrency: the spend ends within budget + concu
   const answers = await Promise.all(Array.from({ length: 24 }, () => hook(s.base, wf.id, { body: {} })));
   const ids = answers.filter((r) => r.status === 202).map((r) => r.json.executionId as string);
   t.ok(ids.length > BUDGET + CONCURRENCY, `${ids.length} webhooks accepted before the gateway saw the spend`);
-  const done = await Promise.all(ids.map((id) => waitForFinish(s.base, id, 30_000)));
+  const done = await waitForAllFinished(s.base, ids, 30_000);
   const ran = done.filter((e) => e.status === SUCCEEDED);
   const refused = done.filter((e) => e.status === FAILED);
   t.equal(ran.length + refused.length, ids.length);
@@ -313,7 +313,7 @@ t.test('the spending cap with two executors: the overshoot stays within (concurr
   t.equal((await rpc(s.base, 'SetWorkspaceBudget', { name: 'capped2', monthlyBudgetUnits: String(BUDGET) }, WORKSPACES)).status, 200);
   const answers = await Promise.all(Array.from({ length: 30 }, () => hook(s.base, wf.id, { body: {} })));
   const ids = answers.filter((r) => r.status === 202).map((r) => r.json.executionId as string);
-  const done = await Promise.all(ids.map((id) => waitForFinish(s.base, id, 30_000)));
+  const done = await waitForAllFinished(s.base, ids, 30_000);
   const ran = done.filter((e) => e.status === SUCCEEDED);
   t.ok(
     done.every((e) => e.status === SUCCEEDED || /has spent its monthly budget/.test(e.error)),

@@ -140,7 +140,7 @@ function spawnExecutor(t: Test, env: Record<string, string>): ChildExecutor {
 function childEnv(s: StackFixture, extra: Record<string, string> = {}): Record<string, string> {
   return {
     NATS_URL: s.nats.url,
-    LDBOX_RUNNER_URLS: s.runner!.url,
+    LDBOX_RUNNER_URLS: s.runnerUrl!,
     LDBOX_EXECUTOR_PORT: '0',
     LDBOX_EXECUTOR_ACK_WAIT_MS: String(ACK_WAIT_MS),
     LDBOX_LOG_LEVEL: 'debug',

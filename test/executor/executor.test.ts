@@ -120,7 +120,7 @@ t.test('runners unreachable: the job is retried, then recorded as failed with th
 t.test('a runner that comes back: the retried job succeeds', async (t) => {
   const s = await stackFixture(t, { noExecutor: true, runner: await runner() });
   // The first runner URL is a closed port: every call goes to the live one after the first refusal.
-  await s.startExecutor({ LDBOX_RUNNER_URLS: `http://127.0.0.1:9,${s.runner!.url}` });
+  await s.startExecutor({ LDBOX_RUNNER_URLS: `http://127.0.0.1:9,${s.runnerUrl}` });
   const wf = await createFlow(s.base, [{ id: 'a', code: 'return "ok"' }]);
   const ids: string[] = [];
   for (let i = 0; i < 6; i++) ids.push((await hook(s.base, wf.id, { body: { i } })).json.executionId);

@@ -9,11 +9,15 @@ import { createLogger, type Logger, silentLogger } from '../../src/logging/logge
 import type { NatsServerOptions, TestNatsServer } from '../helpers/nats-server.js';
 import { gatewayFixture, type GatewayFixture, rpc } from '../gateway/harness.js';
 import { startTestRunner, type TestRunner } from '../helpers/runner-harness.js';
+import { type RoleProcess, startRole } from '../helpers/role-process.js';
 import { sleep } from '../nats/util.js';
 import { TEST_DATA_KEY } from '../helpers/data-keys.js';
 
 export interface StackFixture extends GatewayFixture {
+  /** The fixture's own in-process runner; undefined with `noRunner` or when given one (`runner`). */
   runner: TestRunner | undefined;
+  /** The runner the fixture's executors call: its own, or the one given; undefined with `noRunner`. */
+  runnerUrl: string | undefined;
   executor: Executor | undefined;
   /** Starts (another) in-process executor with the fixture's settings plus `env`. */
   startExecutor(env?: Record<string, string>): Promise<Executor>;
@@ -30,7 +34,7 @@ export interface StackOptions {
    * Use this runner (started by the caller, e.g. {@link sharedRunner}) instead of starting one; the
    * fixture does not close it. `runnerEnv` then does not apply.
    */
-  runner?: TestRunner;
+  runner?: RunnerAtUrl;
   /** Start no executor (the test starts its own). */
   noExecutor?: boolean;
   /** Flags of the nats-server (auth, TLS). */
@@ -50,16 +54,17 @@ export async function stackFixture(t: Test, opts: StackOptions = {}): Promise<St
   const trace = process.env.LDBOX_TEST_NATS_TRACE ? ['-V', '-l', process.env.LDBOX_TEST_NATS_TRACE] : [];
   const natsOpts = { ...opts.natsOpts, args: [...(opts.natsOpts?.args ?? []), ...trace] };
   const gw = await gatewayFixture(t, {}, natsOpts, { natsEnv: opts.natsEnv, log: opts.gatewayLog });
-  let runner: TestRunner | undefined = opts.noRunner ? undefined : opts.runner;
-  if (!opts.noRunner && !runner) {
+  let runner: TestRunner | undefined;
+  if (!opts.noRunner && !opts.runner) {
     runner = await startTestRunner(opts.runnerEnv ?? {});
     t.teardown(() => runner!.close());
   }
+  const runnerUrl = opts.noRunner ? undefined : (opts.runner?.url ?? runner?.url);
   const executorEnv = {
     NATS_URL: gw.nats.url,
     ...opts.natsEnv?.(gw.nats),
     LDBOX_EXECUTOR_PORT: '0',
-    LDBOX_RUNNER_URLS: runner ? runner.url : 'http://127.0.0.1:9',
+    LDBOX_RUNNER_URLS: runnerUrl ?? 'http://127.0.0.1:9',
     LDBOX_EXECUTOR_CONCURRENCY: '4',
     LDBOX_DATA_KEY: TEST_DATA_KEY,
     ...opts.executorEnv,
@@ -76,25 +81,32 @@ export async function stackFixture(t: Test, opts: StackOptions = {}): Promise<St
     return ex;
   };
   const executor = opts.noExecutor ? undefined : await start();
-  return { ...gw, runner, executor, startExecutor: start, executorEnv };
+  return { ...gw, runner, runnerUrl, executor, startExecutor: start, executorEnv };
+}
+
+/** A runner the executors reach at `url`: an in-process TestRunner, or a runner process. */
+export interface RunnerAtUrl {
+  url: string;
 }
 
 /**
- * One runner for the tests of a file (started on first use, closed when `root` ends): a runner's pool
- * workers load QuickJS on their first calls, 2-5 s of both cores, which a runner per test pays every
- * time. A runner keeps no state between calls that a test could see, so tests that only need *a*
- * runner share it; a test that stops or reconfigures its runner starts its own. `root` is the file's
- * top-level tap object.
+ * One runner for the tests of a file that only need *a* runner (started on first use, stopped when
+ * `root` ends): the real runner role, `ldbox runner` in a process of its own (role-process.ts), with
+ * `env` (pool of 2, no warm-up unless `env` says otherwise). A runner's pool workers load QuickJS and
+ * the builtins on their first calls: 2-5 s of both cores in the test process, where tap's module
+ * loader slows every module the workers load, against ~1-1.5 s in a process started without it; a
+ * runner per test paid that every time. A runner keeps no state between calls that a test could see;
+ * a test that stops or reconfigures its runner starts its own. `root` is the file's top-level tap object.
  */
-export function sharedRunner(root: Test, env: Record<string, string> = {}): () => Promise<TestRunner> {
-  let runner: Promise<TestRunner> | undefined;
-  return () => {
+export function sharedRunner(root: Test, env: Record<string, string> = {}): () => Promise<RunnerAtUrl> {
+  let runner: Promise<RoleProcess> | undefined;
+  return async () => {
     if (!runner) {
-      runner = startTestRunner(env);
+      runner = startRole('runner', { LDBOX_POOL_SIZE: '2', ...env });
       const started = runner;
-      root.teardown(async () => (await started).close());
+      root.teardown(async () => (await started).kill());
     }
-    return runner;
+    return { url: (await runner).url };
   };
 }
 
@@ -105,7 +117,7 @@ export function sharedRunner(root: Test, env: Record<string, string> = {}): () =
  * workspace; a test that kills or restarts a part, or counts what the executor did, takes a fresh stack.
  * `sharedRunner`: the file's {@link sharedRunner}, for the stack to use too.
  */
-export function sharedStack(root: Test, opts: StackOptions & { sharedRunner?: () => Promise<TestRunner> } = {}): () => Promise<StackFixture> {
+export function sharedStack(root: Test, opts: StackOptions & { sharedRunner?: () => Promise<RunnerAtUrl> } = {}): () => Promise<StackFixture> {
   let stack: Promise<StackFixture> | undefined;
   const start = async () => stackFixture(root, { ...opts, runner: opts.runner ?? (await opts.sharedRunner?.()) });
   return () => (stack ??= start());
@@ -129,6 +141,32 @@ export async function waitForFinish(base: string, id: string, timeoutMs = 20_000
     await sleep(50);
   }
   throw new Error(`execution ${id} did not finish within ${timeoutMs} ms; last record: ${JSON.stringify(last)}`);
+}
+
+/**
+ * waitForFinish for many executions at once: one poller that asks, each round, for the executions not
+ * finished yet, one after another. Not one waitForFinish per id in parallel: 40 of those poll the gateway
+ * 800 times a second, which on 2 cores takes CPU from the executor running them. The finished records,
+ * in the order of `ids`; fails the wait after `timeoutMs`.
+ */
+export async function waitForAllFinished(base: string, ids: readonly string[], timeoutMs = 20_000): Promise<any[]> {
+  const end = Date.now() + timeoutMs;
+  const done = new Map<string, any>();
+  const last = new Map<string, any>();
+  while (Date.now() < end) {
+    for (const id of ids) {
+      if (done.has(id)) continue;
+      const ex = await getExecution(base, id);
+      last.set(id, ex);
+      if (ex && (ex.status === 'EXECUTION_STATUS_SUCCEEDED' || ex.status === 'EXECUTION_STATUS_FAILED')) done.set(id, ex);
+    }
+    if (done.size === ids.length) return ids.map((id) => done.get(id));
+    await sleep(50);
+  }
+  const pending = ids.filter((id) => !done.has(id));
+  throw new Error(
+    `${pending.length} of ${ids.length} executions did not finish within ${timeoutMs} ms; e.g. ${pending[0]}: ${JSON.stringify(last.get(pending[0]!))}`,
+  );
 }
 
 /** CreateWorkflow with the given nodes and auth method NONE; returns the workflow JSON. */

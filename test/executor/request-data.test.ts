@@ -25,11 +25,11 @@ import {
 } from '../../src/gen/ldbox/workflows/v1/workflows_pb.js';
 import { ADMIN_TOKEN, gatewayFixture, hook, rpc } from '../gateway/harness.js';
 import { testClient } from '../nats/util.js';
-import { createFlow, getExecution, sharedStack, waitForFinish } from './harness.js';
+import { createFlow, getExecution, sharedRunner, sharedStack, waitForFinish } from './harness.js';
 
 // Every end-to-end test here needs only workflows of its own: one stack for the file. Up to 5 attempts
 // (the default, said explicitly) so that "one attempt" below means the executor chose not to retry.
-const stack = sharedStack(t, { executorEnv: { LDBOX_EXECUTOR_MAX_ATTEMPTS: '5' } });
+const stack = sharedStack(t, { sharedRunner: sharedRunner(t), executorEnv: { LDBOX_EXECUTOR_MAX_ATTEMPTS: '5' } });
 
 const nested = (depth: number): string => '{"a":'.repeat(depth - 1) + '{"leaf":1}' + '}'.repeat(depth - 1);
 
