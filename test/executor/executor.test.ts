@@ -162,7 +162,6 @@ t.test('malformed jobs are removed and, when their ids can be read, recorded as 
   const exId = 'ex_' + '0'.repeat(26);
   await js.publish(`ldbox.jobs.${wf.id}`, JSON.stringify({ v: 1, executionId: exId, workflowId: wf.id, workspace: 'ws', receivedAt: 'never', trigger: {} }));
   await waitFor(async () => (await pendingJobs(nc)) === 0, 10_000, 'malformed jobs consumed');
-  console.error('consumed', new Date().toISOString());
   const ex = await getExecution(s.base, exId);
   t.equal(ex.status, 'EXECUTION_STATUS_FAILED');
   t.match(ex.error, /the job is malformed: receivedAt is not a time/);
