@@ -8,7 +8,7 @@ import { pino } from 'pino';
 import type { Logger } from '../../src/logging/logger.js';
 import { hook } from '../gateway/harness.js';
 import { waitFor } from '../nats/util.js';
-import { createFlow, stackFixture, waitForFinish } from './harness.js';
+import { createFlow, sharedRunner, stackFixture, waitForFinish } from './harness.js';
 
 const DEBUG = 20;
 const INFO = 30;
@@ -18,9 +18,12 @@ function capture(lines: Array<Record<string, unknown>>): Logger {
   return pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s)) }) as unknown as Logger;
 }
 
+// A runner process of its own: one in this process would run under tap's module loader, slowly (harness.ts).
+const runner = sharedRunner(t);
+
 t.test('a succeeded execution is logged at debug, a failed one at info', async (t) => {
   const lines: Array<Record<string, unknown>> = [];
-  const { base } = await stackFixture(t, { executorLog: capture(lines) });
+  const { base } = await stackFixture(t, { executorLog: capture(lines), runner: await runner() });
   const ok = await createFlow(base, [{ id: 'ok', code: 'return 1', input: {} }]);
   const bad = await createFlow(base, [{ id: 'bad', code: 'throw new Error("no")', input: {} }]);
 
