@@ -7,17 +7,28 @@
  *
  * Tests: test/cli/control-plane-cli.test.ts.
  */
-import { type Client, Code, ConnectError, createClient } from '@connectrpc/connect';
-import { createConnectTransport } from '@connectrpc/connect-node';
-import { WorkflowService } from '../gen/ldbox/workflows/v1/workflows_pb.js';
+import type { Client, ConnectError } from '@connectrpc/connect';
+import type { WorkflowService } from '../gen/ldbox/workflows/v1/workflows_pb.js';
 import type { ControlPlaneClientConfig } from './control-plane-config.js';
+
+// Connect and its Node transport (~140 modules, ~0.3 s of a start) are imported when a client is created,
+// after the arguments and settings were read: a --help, a usage or a configuration error does not load them.
+// An error can only be a ConnectError once they are loaded, so the error helpers below use the module that
+// createWorkflowClient loaded, and take any error for a plain one before that.
+let connect: typeof import('@connectrpc/connect') | undefined;
 
 /** The deadline of one control-plane call. */
 export const CALL_TIMEOUT_MS = 30_000;
 
 export type WorkflowClient = Client<typeof WorkflowService>;
 
-export function createWorkflowClient(config: ControlPlaneClientConfig): WorkflowClient {
+export async function createWorkflowClient(config: ControlPlaneClientConfig): Promise<WorkflowClient> {
+  const [connectModule, { createConnectTransport }, { WorkflowService }] = await Promise.all([
+    import('@connectrpc/connect'),
+    import('@connectrpc/connect-node'),
+    import('../gen/ldbox/workflows/v1/workflows_pb.js'),
+  ]);
+  connect = connectModule;
   const transport = createConnectTransport({
     baseUrl: config.url,
     httpVersion: '1.1',
@@ -30,7 +41,7 @@ export function createWorkflowClient(config: ControlPlaneClientConfig): Workflow
       },
     ],
   });
-  return createClient(WorkflowService, transport);
+  return connect.createClient(WorkflowService, transport);
 }
 
 /** Network errors that mean "nothing answered there", by errno code. */
@@ -62,25 +73,38 @@ function errnoCode(err: unknown): string | undefined {
 export function callErrorMessage(err: unknown, url: string): string {
   const errno = errnoCode(err);
   if (errno !== undefined) return `cannot reach the gateway at ${url}: ${UNREACHABLE[errno]} (${errno}); is it running, and is LDBOX_URL right?`;
-  if (!(err instanceof ConnectError)) return (err as Error)?.message ?? String(err);
-  if (err.code === Code.DeadlineExceeded) return `the gateway at ${url} did not answer within ${CALL_TIMEOUT_MS / 1000} s`;
-  if (err.code === Code.Unauthenticated) return `${err.rawMessage} (the gateway at ${url} refused LDBOX_ADMIN_TOKEN)`;
-  return `${err.rawMessage} (${codeName(err.code)})`;
+  const code = connectCode(err);
+  if (code === undefined) return (err as Error)?.message ?? String(err);
+  const { rawMessage } = err as ConnectError;
+  if (code === 'DeadlineExceeded') return `the gateway at ${url} did not answer within ${CALL_TIMEOUT_MS / 1000} s`;
+  if (code === 'Unauthenticated') return `${rawMessage} (the gateway at ${url} refused LDBOX_ADMIN_TOKEN)`;
+  return `${rawMessage} (${snakeCase(code)})`;
 }
 
 /** True when `err` is the gateway being unreachable or refusing the token: no later call can do better. */
 export function isFatalCallError(err: unknown): boolean {
   if (errnoCode(err) !== undefined) return true;
-  return err instanceof ConnectError && (err.code === Code.Unauthenticated || err.code === Code.Unavailable || err.code === Code.DeadlineExceeded);
+  const code = connectCode(err);
+  return code === 'Unauthenticated' || code === 'Unavailable' || code === 'DeadlineExceeded';
 }
 
 /** True when `err` may pass by itself (the gateway is away or slow, e.g. restarting): a poller asks again. */
 export function isTransientCallError(err: unknown): boolean {
   if (errnoCode(err) !== undefined) return true;
-  return err instanceof ConnectError && (err.code === Code.Unavailable || err.code === Code.DeadlineExceeded);
+  const code = connectCode(err);
+  return code === 'Unavailable' || code === 'DeadlineExceeded';
 }
 
-/** The Connect name of a code: `invalid_argument`, `not_found`, … */
-function codeName(code: Code): string {
-  return (Code[code] ?? String(code)).replace(/[A-Z]/g, (c, i: number) => (i === 0 ? c.toLowerCase() : `_${c.toLowerCase()}`));
+/**
+ * The name of the Connect code of `err` (`NotFound`, …; the number for a code without a name); undefined
+ * when it is no ConnectError (always so before a client was created).
+ */
+function connectCode(err: unknown): string | undefined {
+  if (connect === undefined || !(err instanceof connect.ConnectError)) return undefined;
+  return connect.Code[err.code] ?? String(err.code);
+}
+
+/** `invalid_argument`, `not_found`, … for `InvalidArgument`, `NotFound`, … */
+function snakeCase(name: string): string {
+  return name.replace(/[A-Z]/g, (c, i: number) => (i === 0 ? c.toLowerCase() : `_${c.toLowerCase()}`));
 }

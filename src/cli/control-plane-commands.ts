@@ -117,7 +117,7 @@ export async function runControlPlaneCommand(
     }
     throw err;
   }
-  const ctx = { ...io, client: createWorkflowClient(config), config, untilSignal: options.untilSignal, now: options.now ?? (() => new Date()) };
+  const ctx = { ...io, client: await createWorkflowClient(config), config, untilSignal: options.untilSignal, now: options.now ?? (() => new Date()) };
   try {
     return await sub.run(values, positionals, ctx);
   } catch (err) {
