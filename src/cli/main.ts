@@ -238,19 +238,15 @@ async function serve<C extends { host: string }>(
   return 0;
 }
 
+// Each role reads its settings before its module is imported: a configuration error then answers in
+// ~0.17 s instead of ~0.45 s (~0.65 s for the gateway).
 async function serveGateway(): Promise<number> {
-  const { loadGatewayConfig, startGateway } = await import('../../gateway/index.js');
-  return serve(
-    'gateway',
-    loadGatewayConfig(process.env),
-    async () => startGateway,
-    (url) => `${url} (webhooks under /api/hooks/workflows/, control plane, /healthz, /readyz, /metrics)`,
-  );
+  const { loadGatewayConfig } = await import('../../gateway/gateway-config.js');
+  const config = loadGatewayConfig(process.env);
+  const loadStart = async () => (await import('../../gateway/index.js')).startGateway;
+  return serve('gateway', config, loadStart, (url) => `${url} (webhooks under /api/hooks/workflows/, control plane, /healthz, /readyz, /metrics)`);
 }
 
-// The runner and the executor read their settings before their module is imported: a configuration error
-// then answers in ~0.17 s instead of ~0.45 s. The gateway still imports its module first: the
-// module-load test (test/cli/help-and-version.test.ts) uses a gateway configuration error as its control.
 async function serveExecutor(): Promise<number> {
   const { loadExecutorConfig } = await import('../executor/executor-config.js');
   const config = loadExecutorConfig(process.env);
