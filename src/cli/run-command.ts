@@ -91,7 +91,11 @@ export async function runCommand(argv: readonly string[], env: Env, out: Out, io
       LDBOX_RUNNER_TLS_KEY: undefined,
       LDBOX_RUNNER_TLS_CLIENT_CA: undefined,
     };
-    config = loadRunnerConfig({ ...env, ...listening, LDBOX_POOL_SIZE: env.LDBOX_POOL_SIZE ?? '1' });
+    // One worker, and its nice step off unless set: the step keeps a runner's main thread, which hands out
+    // the requests, on its core, but `run` makes one call at a time and its main thread only waits. Niced,
+    // the worker got a few % of a busy machine's CPU: its start took seconds, and a timed-out loop could be
+    // stopped with the "stuck in a built-in" message instead of the plain time limit.
+    config = loadRunnerConfig({ ...env, ...listening, LDBOX_POOL_SIZE: env.LDBOX_POOL_SIZE ?? '1', LDBOX_WORKER_NICE: env.LDBOX_WORKER_NICE ?? '0' });
     const kind = (str('kind') ?? 'generic') as ResultKind;
     if (!KINDS.includes(kind)) throw new UsageError(`--kind must be one of ${KINDS.join(', ')}, got "${kind}"`);
     const timeoutMs = intFlag(str('timeout-ms'), '--timeout-ms', config.pool.defaultTimeoutMs, 1, config.pool.maxTimeoutMs);
