@@ -30,7 +30,7 @@ export interface Subcommand {
   /** The names of its positionals (`['ID']`), all required. */
   positionals: readonly string[];
   /** Checks the arguments (throwing CommandUsageError) before any configuration is read or call made. */
-  check?: (values: ParsedValues, positionals: readonly string[]) => void;
+  check?: (values: ParsedValues, positionals: readonly string[]) => void | Promise<void>;
   run: (values: ParsedValues, positionals: readonly string[], ctx: ControlPlaneContext) => Promise<number>;
 }
 

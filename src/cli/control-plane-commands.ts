@@ -107,7 +107,7 @@ export async function runControlPlaneCommand(
   if (positionals.length > sub.positionals.length) return usage(`unexpected argument ${JSON.stringify(positionals[sub.positionals.length])}`);
   let config;
   try {
-    sub.check?.(values, positionals);
+    await sub.check?.(values, positionals);
     config = loadControlPlaneClientConfig(env);
   } catch (err) {
     if (isCommandUsageError(err)) return usage(err.message);

@@ -1,9 +1,11 @@
 /**
  * How the control-plane commands show things to people: aligned tables, statuses as lower-case words,
- * times in UTC to the second, durations in ms / s / min. Machines take `--json` instead.
+ * durations in ms / s / min. Machines take `--json` instead. What needs the generated messages (statuses,
+ * times) is in control-plane-values.ts, so that `--help` and the argument checks do not load them.
  */
-import { type Timestamp, timestampDate } from '@bufbuild/protobuf/wkt';
-import { ExecutionStatus } from '../gen/ldbox/workflows/v1/workflows_pb.js';
+
+/** The words of the statuses an execution can have, as the commands use them (`--status failed`), in order. */
+export const STATUS_NAMES: readonly string[] = ['queued', 'running', 'succeeded', 'failed', 'cancelled'];
 
 /** Columns padded to their widest cell, two spaces apart, the header first; trailing spaces trimmed. */
 export function formatTable(header: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
@@ -14,38 +16,6 @@ export function formatTable(header: readonly string[], rows: ReadonlyArray<reado
       .join('  ')
       .trimEnd();
   return `${[header, ...rows].map(line).join('\n')}\n`;
-}
-
-/** The statuses an execution can have, by the word the commands use (`--status failed`). */
-export const STATUS_WORDS: Readonly<Record<string, ExecutionStatus>> = {
-  queued: ExecutionStatus.QUEUED,
-  running: ExecutionStatus.RUNNING,
-  succeeded: ExecutionStatus.SUCCEEDED,
-  failed: ExecutionStatus.FAILED,
-  cancelled: ExecutionStatus.CANCELLED,
-};
-
-export function statusWord(s: ExecutionStatus): string {
-  return Object.entries(STATUS_WORDS).find(([, v]) => v === s)?.[0] ?? `unknown(${s})`;
-}
-
-/** True when an execution with this status will not change any more. */
-export function isFinal(s: ExecutionStatus): boolean {
-  return s === ExecutionStatus.SUCCEEDED || s === ExecutionStatus.FAILED || s === ExecutionStatus.CANCELLED;
-}
-
-/** `2026-11-24T10:00:03Z` (UTC, to the second), or `-` when unset. */
-export function formatTime(t: Timestamp | undefined): string {
-  if (t === undefined) return '-';
-  return timestampDate(t)
-    .toISOString()
-    .replace(/\.\d{3}Z$/, 'Z');
-}
-
-/** Milliseconds between two timestamps, or undefined when either is unset. */
-export function msBetween(from: Timestamp | undefined, to: Timestamp | undefined): number | undefined {
-  if (from === undefined || to === undefined) return undefined;
-  return timestampDate(to).getTime() - timestampDate(from).getTime();
 }
 
 /** `340 ms`, `2.4 s`, `3.5 min`, or `-`. */
