@@ -12,6 +12,9 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { BIN, nodeChild, withoutTapLoader } from '../helpers/ldbox-cli.js';
 
+// The two subtests start an `ldbox dev` each, in data dirs and on ports of their own: they run at the same time.
+t.jobs = 2;
+
 const README = fileURLToPath(new URL('../../../README.md', import.meta.url));
 
 /** `ldbox dev` on ports the system picks, one worker, its data in `dataDir`, its own nats-server; `extra` on top. */
