@@ -14,7 +14,7 @@ import { type CheckKind, createIntegrationChecker } from '../../src/check/integr
 import { INSTEAD, NO_MODULES } from '../../src/guest/left-out-globals.js';
 import { loadTypeScript, TypeScriptMissingError } from '../../src/check/load-typescript.js';
 import { teachingMessage } from '../../runner/sandbox/error-hints.js';
-import { cleanEnv, nodeChild } from '../helpers/ldbox-cli.js';
+import { cleanEnv, inParallel, nodeChild } from '../helpers/ldbox-cli.js';
 
 const BIN = fileURLToPath(new URL('../../../bin/ldbox.js', import.meta.url));
 const EXAMPLES = fileURLToPath(new URL('../../../examples/', import.meta.url));
@@ -33,6 +33,10 @@ function check(files: Record<string, string>, kind: CheckKind = 'generic'): stri
   const list = Object.entries(files).map(([name, text]) => ({ name, text }));
   return checker.check(list, kind).map((p) => `${p.file}:${p.line}:${p.column} ${p.message}`);
 }
+
+// The subtests are independent (files of their own names in `dir`); the CLI ones wait on child processes
+// (a TypeScript program each) while the in-process ones use the checker: two run at a time.
+t.jobs = 2;
 
 const dir = await mkdtemp(join(tmpdir(), 'ldbox-check-'));
 t.teardown(() => rm(dir, { recursive: true, force: true }));
@@ -65,8 +69,10 @@ t.test('every example in examples/ is clean, with the result kind it is run with
     byKind.set(kind, [...(byKind.get(kind) ?? []), join(EXAMPLES, name)]);
   }
   t.ok(byKind.has('native-download'), 'one example is checked against a result kind');
-  for (const [kind, files] of byKind) {
-    const r = await ldbox(['check', ...files, '--kind', kind]);
+  // One run per kind, at the same time.
+  const runs = await Promise.all([...byKind].map(([kind, files]) => ldbox(['check', ...files, '--kind', kind])));
+  for (const [i, [kind, files]] of [...byKind].entries()) {
+    const r = runs[i]!;
     t.equal(r.stdout, '', `${kind}: no problems`);
     t.equal(r.code, 0, `${kind}: exit 0`);
     const n = files.length;
@@ -223,8 +229,10 @@ t.test('bad usage: exit 2 with one message and the usage line', async (t) => {
     [['check', ok, '--kind'], '--kind needs a value'],
     [['check', ok, '--watch'], 'unknown option --watch'],
   ];
-  for (const [args, message] of cases) {
-    const r = await ldbox(args);
+  // Each stops at its arguments or files, before TypeScript is loaded: they run a few at a time.
+  const results = await inParallel(cases, ([args]) => ldbox(args));
+  for (const [i, [args, message]] of cases.entries()) {
+    const r = results[i]!;
     t.equal(r.code, 2, args.join(' '));
     t.equal(r.stderr, `${message}\n${usage}`, args.join(' '));
     t.equal(r.stdout, '', args.join(' '));
@@ -248,13 +256,17 @@ t.test('a huge or binary file is refused before it is checked', async (t) => {
     [['check', binary], {}, 'binary.js is not text (a NUL byte at offset 3): integration code is JavaScript source'],
     [['check', latin1], {}, 'latin1.js is not text (not valid UTF-8): integration code is JavaScript source'],
   ];
-  for (const [args, env, message] of cases) {
-    const r = await ldbox(args, env);
+  // Each is refused before TypeScript is loaded: they run a few at a time, the bad setting alongside.
+  const [results, badLimit] = await Promise.all([
+    inParallel(cases, ([args, env]) => ldbox(args, env)),
+    ldbox(['check', small], { LDBOX_MAX_CODE_BYTES: 'lots' }),
+  ]);
+  for (const [i, [args, , message]] of cases.entries()) {
+    const r = results[i]!;
     t.equal(r.code, 2, args.join(' '));
     t.equal(r.stderr, `${message}\nusage: ldbox check FILE.js [FILE.js ...] [--kind generic|files|native-search|native-download]\n`, args.join(' '));
     t.equal(r.stdout, '', args.join(' '));
   }
-  const badLimit = await ldbox(['check', small], { LDBOX_MAX_CODE_BYTES: 'lots' });
   t.equal(badLimit.code, 2, 'a bad LDBOX_MAX_CODE_BYTES is a configuration error');
   t.match(badLimit.stderr, /^configuration error: LDBOX_MAX_CODE_BYTES /);
 });
