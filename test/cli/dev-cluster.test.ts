@@ -11,16 +11,23 @@ import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import t from 'tap';
-import { BIN, cleanEnv, ldbox, nodeChild } from '../helpers/ldbox-cli.js';
+import { BIN, cleanEnv, inParallel, ldbox, nodeChild } from '../helpers/ldbox-cli.js';
 import { waitFor } from '../nats/util.js';
 
+// The usage errors start nothing: they run while the cluster starts.
+t.jobs = 2;
+
 t.test('--cluster takes 3, 5 or 7', async (t) => {
-  for (const bad of ['2', '4', 'three']) {
-    const r = await ldbox(['dev', '--cluster', bad]);
+  const bads = ['2', '4', 'three'];
+  const [results, withUrl] = await Promise.all([
+    inParallel(bads, (bad) => ldbox(['dev', '--cluster', bad])),
+    ldbox(['dev', '--cluster', '3'], { NATS_URL: 'nats://127.0.0.1:4222' }),
+  ]);
+  for (const [i, bad] of bads.entries()) {
+    const r = results[i]!;
     t.equal(r.code, 2, `--cluster ${bad}`);
     t.equal(r.stderr, `--cluster takes the number of NATS nodes: 3, 5 or 7 (an odd number, for a majority), got "${bad}"\nsee 'ldbox dev --help'\n`);
   }
-  const withUrl = await ldbox(['dev', '--cluster', '3'], { NATS_URL: 'nats://127.0.0.1:4222' });
   t.equal(withUrl.code, 2);
   t.equal(withUrl.stderr, 'configuration error: ldbox dev --cluster starts its own NATS nodes: unset NATS_URL (or drop --cluster to use that server)\n');
 });

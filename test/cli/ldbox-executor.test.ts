@@ -37,6 +37,9 @@ interface Served {
   exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+// The subtests share nothing (each starts its own executor, NATS or port holder): two run at a time.
+t.jobs = 2;
+
 const live = new Set<ChildProcess>();
 process.on('exit', () => {
   for (const p of live) p.kill('SIGKILL');

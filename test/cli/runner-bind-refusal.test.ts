@@ -6,8 +6,11 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
 import t from 'tap';
-import { BIN, cleanEnv, ldbox, nodeChild } from '../helpers/ldbox-cli.js';
+import { BIN, cleanEnv, inParallel, ldbox, nodeChild } from '../helpers/ldbox-cli.js';
 import { makeTestCertificates } from '../helpers/test-certificates.js';
+
+// The subtests share nothing (a port or a certificate directory of their own each): they run at the same time.
+t.jobs = 3;
 
 const REFUSAL =
   'LDBOX_RUNNER_HOST=0.0.0.0 is not a loopback address and the runner runs any code it is sent: set LDBOX_RUNNER_TOKEN or LDBOX_RUNNER_TLS_CLIENT_CA (client certificates), or LDBOX_RUNNER_INSECURE=1 to open it to whoever reaches the port';
@@ -37,8 +40,9 @@ t.test('bad TLS files: exit 2 with the exact message', async (t) => {
       `LDBOX_RUNNER_TLS_KEY: the key in "${certs.clientKey}" does not belong to the certificate in "${certs.serverCert}" (LDBOX_RUNNER_TLS_CERT)`,
     ],
   ];
-  for (const [env, message] of cases) {
-    const r = await ldbox(['runner'], { LDBOX_RUNNER_PORT: '0', ...env });
+  const results = await inParallel(cases, ([env]) => ldbox(['runner'], { LDBOX_RUNNER_PORT: '0', ...env }));
+  for (const [i, [env, message]] of cases.entries()) {
+    const r = results[i]!;
     t.equal(r.code, 2, `exit code, ${JSON.stringify(env)}`);
     t.equal(r.stderr, `configuration error: ${message}\n`, 'stderr');
     t.equal(r.stdout, '', 'stdout');
