@@ -75,7 +75,7 @@ export function runningOn(flag: Int32Array): number {
   return Atomics.load(flag, 1);
 }
 
-/** When the worker started the task (epoch ms), 0 before that. */
+/** When the worker started the task (epoch ms), then when its guest code started (StartedTask.guestStarting); 0 before that. */
 export function startedAt(flag: Int32Array): number {
   return new Float64Array(flag.buffer, flag.byteOffset + 8, 1)[0]!;
 }
@@ -118,6 +118,13 @@ export interface StartedTask {
   readonly signal: AbortSignal;
   isCancelled(): boolean;
   hostWorkStarted(): void;
+  /**
+   * The sandbox is about to run the guest code: the hard-stop watchdog's clock starts again here, as the
+   * sandbox's own time limit does. Getting a module ready first (a worker's first call instantiates and
+   * snapshots one: seconds on a busy machine) is not the guest's time, and counted it made the watchdog
+   * stop a worker whose call was still within its limit ("stuck in a built-in").
+   */
+  guestStarting(): void;
   finish(): void;
 }
 
@@ -130,9 +137,14 @@ export interface StartedTask {
 export function startTask(flag: Int32Array, placement: number, threadId: number): StartedTask | 'cancelled' | 'elsewhere' {
   const was = Atomics.compareExchange(flag, 0, -placement, RUNNING);
   if (was !== -placement) return was === CANCELLED ? 'cancelled' : 'elsewhere';
-  new Float64Array(flag.buffer, flag.byteOffset + 8, 1)[0] = performance.timeOrigin + performance.now();
+  stampStart(flag);
   Atomics.store(flag, 1, threadId);
   return new RunningTask(flag);
+}
+
+/** Worker: the time {@link startedAt} reads, now. */
+function stampStart(flag: Int32Array): void {
+  new Float64Array(flag.buffer, flag.byteOffset + 8, 1)[0] = performance.timeOrigin + performance.now();
 }
 
 /**
@@ -168,6 +180,10 @@ class RunningTask implements StartedTask {
 
   hostWorkStarted(): void {
     Atomics.store(this.flag, HOST_WORK, 1);
+  }
+
+  guestStarting(): void {
+    stampStart(this.flag);
   }
 
   finish(): void {

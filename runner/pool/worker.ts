@@ -137,6 +137,7 @@ function admit(flag: Int32Array, request: SandboxRequest): WorkerReply | undefin
 /** One sandbox call on a module of this thread; `undefined` when the caller cancelled it. */
 async function run(request: SandboxRequest, started: Started): Promise<SandboxOutcome | undefined> {
   const cm = await modules.acquire(request.memoryBytes);
+  started.guestStarting();
   try {
     return await runSandbox(cm, request, setup.limits, new TaskCancelSource(started));
   } catch (err) {

@@ -5,7 +5,7 @@
  * a cancel reaches a call wherever it waits.
  */
 import t from 'tap';
-import { markPlaced, reclaim, requestCancel, startTask, isCancelledWhileQueued, isStarted } from '../../runner/pool/cancel-flag.js';
+import { markPlaced, reclaim, requestCancel, startTask, startedAt, isCancelledWhileQueued, isStarted } from '../../runner/pool/cancel-flag.js';
 import { createFlagTableMemory, FlagTable, FlagViews } from '../../runner/pool/flag-table.js';
 import { packAnswers, packCalls, unpackAnswers, unpackCalls } from '../../runner/pool/lane-codec.js';
 import type { WireAnswer, WireTask, WorkerTask } from '../../runner/pool/worker-task.js';
@@ -116,5 +116,21 @@ t.test('a cancel reaches a call in the queue, placed, or running', async (t) => 
   t.notOk(started.isCancelled());
   requestCancel(running);
   t.ok(started.isCancelled(), 'running: the sandbox sees the stop');
+  started.finish();
+});
+
+t.test("the watchdog's clock starts again when the guest code starts, not when the worker took the call", async (t) => {
+  const flag = new FlagTable(createFlagTableMemory(1)).take()!.flag;
+  t.equal(startedAt(flag), 0, 'no start before a worker takes it');
+  markPlaced(flag, 1);
+  const started = startTask(flag, 1, 1);
+  if (typeof started !== 'object') throw new Error('not started');
+  const taken = startedAt(flag);
+  t.ok(taken > 0, 'taken: stamped');
+  // A module being made ready in between (seconds on a busy machine for a worker's first call).
+  const readyAt = performance.timeOrigin + performance.now() + 5;
+  while (performance.timeOrigin + performance.now() < readyAt);
+  started.guestStarting();
+  t.ok(startedAt(flag) >= readyAt, 'the guest start is what the hard-stop deadline counts from');
   started.finish();
 });
