@@ -6,4 +6,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 npx tsc -p . --incremental --tsBuildInfoFile dist/.tsbuildinfo
 mapfile -t files < <(grep -Ev '^[[:space:]]*(#|$)' test/unit-tests.txt | sed -E 's#^test/(.*)\.ts$#dist/test/\1.js#')
+bash scripts/ensure-tap-build.sh
 exec npx tap --node-arg=--import=./dist/test/helpers/no-servers.js "${files[@]}"
