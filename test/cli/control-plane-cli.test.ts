@@ -10,7 +10,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { createFlow, stackFixture, waitForFinish } from '../executor/harness.js';
+import { createFlow, sharedRunner, stackFixture, waitForFinish } from '../executor/harness.js';
 import { ADMIN_TOKEN, hook, rpc } from '../gateway/harness.js';
 import { BIN, cleanEnv, inParallel, ldbox, nodeChild } from '../helpers/ldbox-cli.js';
 import { freePort } from '../helpers/nats-server.js';
@@ -41,8 +41,11 @@ const FAILING = {
   input: { fail: '{{trigger.output.body.fail}}', n: '{{trigger.output.body.n}}' },
 };
 
+// The file's runner, a process of its own (harness.ts: one in this process runs under tap's slow module loader).
+const runner = sharedRunner(t);
+
 t.test('the control-plane commands against a running gateway', async (t) => {
-  const stack = await stackFixture(t);
+  const stack = await stackFixture(t, { runner: await runner() });
   const { base } = stack;
   const env = { LDBOX_URL: base, LDBOX_ADMIN_TOKEN: ADMIN_TOKEN };
   const cli = (...args: string[]) => ldbox(args, env);

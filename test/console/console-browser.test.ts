@@ -13,7 +13,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import t from 'tap';
-import { createFlow, getExecution, stackFixture, waitForFinish } from '../executor/harness.js';
+import { createFlow, getExecution, sharedRunner, stackFixture, waitForFinish } from '../executor/harness.js';
 import { ADMIN_TOKEN, hook, rpc } from '../gateway/harness.js';
 import { startChromium } from '../helpers/chromium.js';
 
@@ -41,8 +41,11 @@ async function fire(base: string, workflowId: string, body: unknown): Promise<st
   return r.json.executionId;
 }
 
+// The file's runner, a process of its own (harness.ts: one in this process runs under tap's slow module loader).
+const runner = sharedRunner(t);
+
 t.test('the web console in Chromium', async (t) => {
-  const { base } = await stackFixture(t);
+  const { base } = await stackFixture(t, { runner: await runner() });
   const failing = await created(
     await rpc(base, 'CreateWorkflow', {
       name: NAME,

@@ -6,10 +6,13 @@
 import t from 'tap';
 import { signedHeaders } from '../helpers/webhook-signing.js';
 import { hook, rpc } from '../gateway/harness.js';
-import { createFlow, stackFixture, waitForFinish } from './harness.js';
+import { createFlow, sharedRunner, stackFixture, waitForFinish } from './harness.js';
+
+// The file's runner, a process of its own (harness.ts: one in this process runs under tap's slow module loader).
+const runner = sharedRunner(t);
 
 t.test('headers, method, arrays and text reach the nodes', async (t) => {
-  const { base } = await stackFixture(t);
+  const { base } = await stackFixture(t, { runner: await runner() });
   const wf = await createFlow(base, [
     {
       id: 'see',

@@ -15,7 +15,7 @@ import type { Executor } from '../../src/executor/index.js';
 import { JOBS_CONSUMER } from '../../src/nats/job-consumer.js';
 import { JOBS_STREAM, jobSubject, KV_BUCKETS } from '../../src/nats/streams.js';
 import { ExecutionRepository } from '../../src/store/execution-repository.js';
-import { createFlow, getExecution, stackFixture, waitForFinish } from '../executor/harness.js';
+import { createFlow, getExecution, sharedRunner, stackFixture, waitForFinish } from '../executor/harness.js';
 import { testClient, waitFor } from '../nats/util.js';
 import { ADMIN_TOKEN, hook, rpc } from './harness.js';
 
@@ -52,8 +52,11 @@ async function listAll(base: string, filter: Record<string, unknown>, pageSize: 
 
 const newestFirst = (ids: string[]) => [...ids].sort().reverse();
 
+// The file's runner, a process of its own (harness.ts: one in this process runs under tap's slow module loader).
+const runner = sharedRunner(t);
+
 t.test('workflows over time', async (t) => {
-  const stack = await stackFixture(t);
+  const stack = await stackFixture(t, { runner: await runner() });
   const { base } = stack;
   const client = createClient(WorkflowService, createConnectTransport({ baseUrl: base, httpVersion: '1.1', useBinaryFormat: true }));
   const auth = { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } };

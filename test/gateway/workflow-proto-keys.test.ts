@@ -23,7 +23,7 @@ import {
 import { structUnknownField } from '../../src/json/proto-keys.js';
 import { KV_BUCKETS } from '../../src/nats/streams.js';
 import { structEntriesToJson } from '../../src/protobuf/struct-entries.js';
-import { stackFixture, waitForFinish } from '../executor/harness.js';
+import { sharedRunner, stackFixture, waitForFinish } from '../executor/harness.js';
 import { testClient } from '../nats/util.js';
 import { ADMIN_TOKEN, hook, rpc } from './harness.js';
 
@@ -59,8 +59,11 @@ function createBinary(name: string): Uint8Array {
 
 type Variant = 'json' | 'proto' | 'proto+gzip' | 'grpc-web';
 
+// The file's runner, a process of its own (harness.ts: one in this process runs under tap's slow module loader).
+const runner = sharedRunner(t);
+
 t.test('a workflow whose node input and auth hold __proto__, constructor and prototype keeps them end to end', async (t) => {
-  const s = await stackFixture(t);
+  const s = await stackFixture(t, { runner: await runner() });
   const url = (method: string) => `${s.base}/ldbox.workflows.v1.WorkflowService/${method}`;
 
   t.test('protobuf-es on its own loses the key in both request forms (why the gateway reads them again)', async (t) => {
