@@ -425,7 +425,6 @@ async function lastRecords(nc: NatsConnection, workflowId: string): Promise<Map<
  */
 /** The niceness this process runs at while part 2 measures (its children were started before, at the usual 0). */
 const MEASURING_NICENESS = 10;
-let niceBefore: number | undefined;
 
 /**
  * Lowers this process's scheduling priority once the processes under test run: the sender and the watch
@@ -433,25 +432,24 @@ let niceBefore: number | undefined;
  * leave one, as a sender on another machine would. On 2 cores the watch's wake-ups otherwise ran in the
  * middle of each execution's critical path (a perf trace: the runner waited for a CPU while this process
  * read the 202 and the `running` record). Only this thread: Linux priorities are per thread, and nice is
- * not inherited by processes that are already running.
+ * not inherited by processes that are already running. Returns what puts the priority back (raising it
+ * again needs CAP_SYS_NICE: without it, part 3 runs niced too).
  */
-function yieldToMeasured(): void {
+function yieldToMeasured(): () => void {
+  let before: number;
   try {
-    niceBefore = getPriority();
-    setPriority(Math.max(niceBefore, MEASURING_NICENESS));
+    before = getPriority();
+    setPriority(Math.max(before, MEASURING_NICENESS));
   } catch {
-    niceBefore = undefined; // not permitted here: measured at the usual priority
+    return () => undefined; // not permitted here: measured at the usual priority
   }
-}
-
-function restorePriority(): void {
-  if (niceBefore === undefined) return;
-  try {
-    setPriority(niceBefore); // lowering niceness again needs CAP_SYS_NICE: without it part 3 runs niced too
-  } catch {
-    /* kept */
-  }
-  niceBefore = undefined;
+  return () => {
+    try {
+      setPriority(before);
+    } catch {
+      /* kept */
+    }
+  };
 }
 
 export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {}): Promise<EndToEndResult | undefined> {
@@ -469,6 +467,7 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
     opts.profile?.includes(kind) && opts.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(opts.profileDir, kind)}`] : [];
 
   const children: Child[] = [];
+  let restorePriority = (): void => undefined;
   let nc: NatsConnection | undefined;
   const connections: RawHttpConnection[] = [];
   const open = (port: number): RawHttpConnection => {
@@ -515,7 +514,7 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
       profiled('executor'),
     );
     children.push(executor);
-    yieldToMeasured();
+    restorePriority = yieldToMeasured();
 
     const workflowId = await createWorkflow(gateway.port, adminToken);
     const path = `/api/hooks/workflows/${workflowId}`;

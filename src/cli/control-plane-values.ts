@@ -4,15 +4,12 @@
  */
 import { type Timestamp, timestampDate } from '@bufbuild/protobuf/wkt';
 import { ExecutionStatus } from '../gen/ldbox/workflows/v1/workflows_pb.js';
+import { STATUS_NAMES } from './control-plane-format.js';
 
-/** The statuses an execution can have, by the word the commands use (`--status failed`): STATUS_NAMES' words, in their order. */
-export const STATUS_WORDS: Readonly<Record<string, ExecutionStatus>> = {
-  queued: ExecutionStatus.QUEUED,
-  running: ExecutionStatus.RUNNING,
-  succeeded: ExecutionStatus.SUCCEEDED,
-  failed: ExecutionStatus.FAILED,
-  cancelled: ExecutionStatus.CANCELLED,
-};
+/** The statuses an execution can have, by the word the commands use (`--status failed`): STATUS_NAMES, each its enum value. */
+export const STATUS_WORDS: Readonly<Record<string, ExecutionStatus>> = Object.fromEntries(
+  STATUS_NAMES.map((word) => [word, ExecutionStatus[word.toUpperCase() as keyof typeof ExecutionStatus]]),
+);
 
 export function statusWord(s: ExecutionStatus): string {
   return Object.entries(STATUS_WORDS).find(([, v]) => v === s)?.[0] ?? `unknown(${s})`;

@@ -386,10 +386,13 @@ class ExecutorRole extends RoleLifecycle implements Executor {
       // A success is a debug line: its record and the metrics keep it, and at a thousand executions a second
       // an info line each is the log pipeline's load (and, with pino's asynchronous stdout, a thread-pool
       // round trip per execution). Whatever did not succeed stays at info.
-      log[outcome === 'succeeded' || outcome === 'already_finished' ? 'debug' : 'info'](
-        { executionId: parsed.executionId, workflowId: parsed.workflowId, outcome, attempt: job.attempt, ms: Math.round(performance.now() - t0) },
-        'execution',
-      );
+      const level = outcome === 'succeeded' || outcome === 'already_finished' ? 'debug' : 'info';
+      if (log.isLevelEnabled(level)) {
+        log[level](
+          { executionId: parsed.executionId, workflowId: parsed.workflowId, outcome, attempt: job.attempt, ms: Math.round(performance.now() - t0) },
+          'execution',
+        );
+      }
     } catch (err) {
       if (cancelled.aborted) {
         // Shutting down: hand the job to another executor now, without using up its last attempt.

@@ -131,13 +131,16 @@ export async function getExecution(base: string, id: string): Promise<any> {
   return r.json.execution;
 }
 
+/** True for a GetExecution record that is succeeded or failed. */
+const isFinished = (ex: any): boolean => ex?.status === 'EXECUTION_STATUS_SUCCEEDED' || ex?.status === 'EXECUTION_STATUS_FAILED';
+
 /** Polls GetExecution until the execution is succeeded or failed; fails the wait after `timeoutMs`. */
 export async function waitForFinish(base: string, id: string, timeoutMs = 20_000): Promise<any> {
   const end = Date.now() + timeoutMs;
   let last: any;
   while (Date.now() < end) {
     last = await getExecution(base, id);
-    if (last && (last.status === 'EXECUTION_STATUS_SUCCEEDED' || last.status === 'EXECUTION_STATUS_FAILED')) return last;
+    if (isFinished(last)) return last;
     await sleep(50);
   }
   throw new Error(`execution ${id} did not finish within ${timeoutMs} ms; last record: ${JSON.stringify(last)}`);
@@ -158,7 +161,7 @@ export async function waitForAllFinished(base: string, ids: readonly string[], t
       if (done.has(id)) continue;
       const ex = await getExecution(base, id);
       last.set(id, ex);
-      if (ex && (ex.status === 'EXECUTION_STATUS_SUCCEEDED' || ex.status === 'EXECUTION_STATUS_FAILED')) done.set(id, ex);
+      if (isFinished(ex)) done.set(id, ex);
     }
     if (done.size === ids.length) return ids.map((id) => done.get(id));
     await sleep(50);
