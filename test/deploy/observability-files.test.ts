@@ -122,7 +122,7 @@ t.test('every metric the dashboard and the alert rules use is exported by a runn
   const byRole = {
     gateway: exported(await scrape(gateway.port)),
     executor: exported(await scrape(executor.port)),
-    runner: exported(await scrape(runner.server.port)),
+    runner: exported(await scrape(runner.process.port)),
   };
   for (const [role, names] of Object.entries(byRole)) {
     t.ok(

@@ -1,6 +1,12 @@
 /**
  * Starts a real runner (HTTP/2 on a random loopback port, real worker pool) and gives tests both
  * clients that matter: the canonical @grpc/grpc-js client and a Connect client.
+ *
+ * {@link startTestRunner} runs it as `ldbox runner`, its own process, as an operator does: in the test
+ * process the runner and its workers would load every module through tap's module hooks (a hook thread
+ * per worker on Node 20), which made a runner test file take ~25 % longer for nothing it checks.
+ * {@link startInProcessRunner} keeps it in the test process, for the tests that look inside it (its
+ * server object, the threads of this process).
  */
 import * as grpc from '@grpc/grpc-js';
 import { create, fromBinary, toBinary, type MessageInitShape } from '@bufbuild/protobuf';
@@ -19,6 +25,7 @@ import {
 } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { silentLogger } from '../../src/logging/logger.js';
 import { startRunnerServer, type RunnerServer } from '../../runner/server/runner-server.js';
+import { type RoleProcess, startRole } from './role-process.js';
 
 export type ExecuteInit = MessageInitShape<typeof ExecuteRequestSchema>;
 
@@ -30,7 +37,6 @@ export interface GrpcRunnerClient {
 }
 
 export interface TestRunner {
-  server: RunnerServer;
   url: string;
   grpc: GrpcRunnerClient;
   /** Connect protocol over HTTP/2. */
@@ -40,12 +46,48 @@ export interface TestRunner {
   close(): Promise<void>;
 }
 
-export async function startTestRunner(env: Record<string, string> = {}): Promise<TestRunner> {
+/** Runner settings of a test runner: two workers and no warm-up unless the test says otherwise. */
+const testRunnerEnv = (env: Record<string, string>): Record<string, string> => ({
+  LDBOX_POOL_SIZE: '2',
   // No warm-up unless a test asks for one (test/runner/warm-up.test.ts): it would only slow the suite.
-  const config = loadRunnerConfig({ LDBOX_RUNNER_PORT: '0', LDBOX_POOL_SIZE: '2', LDBOX_RUNNER_WARMUP_CALLS: '0', ...env });
+  LDBOX_RUNNER_WARMUP_CALLS: '0',
+  ...env,
+});
+
+/** A runner in its own process (`ldbox runner`); `process` restarts or kills it. */
+export async function startTestRunner(env: Record<string, string> = {}): Promise<TestRunner & { process: RoleProcess }> {
+  const proc = await startRole('runner', testRunnerEnv(env));
+  const clients = runnerClients(proc.url);
+  return {
+    ...clients,
+    process: proc,
+    async close() {
+      clients.close();
+      await proc.kill();
+    },
+  };
+}
+
+export type InProcessRunner = TestRunner & { server: RunnerServer };
+
+/** A runner in the test process, for tests that read its server object or this process's threads. */
+export async function startInProcessRunner(env: Record<string, string> = {}): Promise<InProcessRunner> {
+  const config = loadRunnerConfig({ LDBOX_RUNNER_PORT: '0', ...testRunnerEnv(env) });
   const server = await startRunnerServer(config, silentLogger());
-  const url = `http://127.0.0.1:${server.port}`;
-  const raw = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
+  const clients = runnerClients(`http://127.0.0.1:${server.port}`);
+  return {
+    ...clients,
+    server,
+    async close() {
+      clients.close();
+      await server.close(2000);
+    },
+  };
+}
+
+/** The three clients of the runner at `url` (`http://127.0.0.1:<port>`). */
+function runnerClients(url: string): Omit<TestRunner, 'close'> & { close(): void } {
+  const raw = new grpc.Client(new URL(url).host, grpc.credentials.createInsecure());
   const path = `/${RunnerService.typeName}`;
   const grpcClient: GrpcRunnerClient = {
     raw,
@@ -79,17 +121,7 @@ export async function startTestRunner(env: Record<string, string> = {}): Promise
   };
   const connect = createClient(RunnerService, createConnectTransport({ baseUrl: url, httpVersion: '2' }));
   const connectGrpc = createClient(RunnerService, createGrpcTransport({ baseUrl: url }));
-  return {
-    server,
-    url,
-    grpc: grpcClient,
-    connect,
-    connectGrpc,
-    async close() {
-      raw.close();
-      await server.close(2000);
-    },
-  };
+  return { url, grpc: grpcClient, connect, connectGrpc, close: () => raw.close() };
 }
 
 /** The grpc-js ServiceError a call ends with; undefined when it succeeded. */

@@ -17,11 +17,11 @@ import {
   HealthCheckResponseSchema,
   HealthCheckResponse_ServingStatus as ServingStatus,
 } from '../../src/gen/grpc/health/v1/health_pb.js';
-import { type ExecuteInit, startTestRunner } from '../helpers/runner-harness.js';
+import { type ExecuteInit, startInProcessRunner } from '../helpers/runner-harness.js';
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
 
-const runner = await startTestRunner({ LDBOX_MAX_CODE_BYTES: '2048', LDBOX_MAX_INPUT_BYTES: '1024' });
+const runner = await startInProcessRunner({ LDBOX_MAX_CODE_BYTES: '2048', LDBOX_MAX_INPUT_BYTES: '1024' });
 const session = http2.connect(runner.url);
 session.on('error', () => {});
 t.teardown(async () => {
@@ -227,7 +227,7 @@ t.test('the streams the runner does not read itself still reach connect-node', a
 });
 
 t.test('bearer token: refused on the headers, the body never read', async (t) => {
-  const guarded = await startTestRunner({ LDBOX_RUNNER_TOKEN: 't'.repeat(32) });
+  const guarded = await startInProcessRunner({ LDBOX_RUNNER_TOKEN: 't'.repeat(32) });
   t.teardown(() => guarded.close());
   const s = http2.connect(guarded.url);
   s.on('error', () => {});

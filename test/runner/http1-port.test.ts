@@ -18,9 +18,9 @@ import { type ExecuteResponse, ExecuteRequestSchema, ExecuteResponseSchema } fro
 import { silentLogger } from '../../src/logging/logger.js';
 import { HTTP2_PREFACE } from '../../runner/server/dual-protocol-listener.js';
 import { startRunnerServer } from '../../runner/server/runner-server.js';
-import { grpcError, startTestRunner, type TestRunner } from '../helpers/runner-harness.js';
+import { grpcError, startInProcessRunner, type InProcessRunner } from '../helpers/runner-harness.js';
 
-const runner = await startTestRunner();
+const runner = await startInProcessRunner();
 t.teardown(() => runner.close());
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0];
@@ -106,7 +106,7 @@ function executeVia(port: number, code: string): Promise<ExecuteResponse> {
 }
 
 /** Serving still works: a gRPC call over HTTP/2 and a GET over HTTP/1.1. */
-async function stillServes(t: Test, on: TestRunner = runner): Promise<void> {
+async function stillServes(t: Test, on: InProcessRunner = runner): Promise<void> {
   t.equal(resultOf(await on.grpc.execute({ code: 'return "alive"' })), 'alive', 'gRPC still works');
   t.equal((await get(on.server.port, '/healthz')).status, 200, 'HTTP/1.1 still works');
 }
@@ -225,7 +225,7 @@ t.test('a connection that stays silent is closed after the sniff timeout', async
 });
 
 t.test('/readyz turns 503 while the runner drains; running calls finish', async (t) => {
-  const draining = await startTestRunner({ LDBOX_POOL_SIZE: '1' });
+  const draining = await startInProcessRunner({ LDBOX_POOL_SIZE: '1' });
   const slow = draining.grpc.execute({ code: 'await ld.wait(800);\nreturn "finished"' });
   const until = performance.now() + 30_000;
   while ((await draining.grpc.getPoolStatus()).busy === 0 && performance.now() < until) await delay(10);
@@ -256,7 +256,7 @@ t.test('/readyz turns 503 while the runner drains; running calls finish', async 
 });
 
 t.test('destroy() does not wait for running calls: they end at once', async (t) => {
-  const hard = await startTestRunner({ LDBOX_POOL_SIZE: '1' });
+  const hard = await startInProcessRunner({ LDBOX_POOL_SIZE: '1' });
   const slow = grpcError(hard.grpc.execute({ code: 'await ld.wait(30000);\nreturn "finished"' }));
   const until = performance.now() + 3000;
   while ((await hard.grpc.getPoolStatus()).busy === 0 && performance.now() < until) await delay(10);

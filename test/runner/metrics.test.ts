@@ -7,11 +7,11 @@ import { setTimeout as delay } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import t from 'tap';
 import { ErrorKind } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
-import { grpcError, startTestRunner, type TestRunner } from '../helpers/runner-harness.js';
+import { grpcError, startInProcessRunner, type InProcessRunner } from '../helpers/runner-harness.js';
 
 const OUTCOMES = ['ok', 'error', 'rejected', 'busy', 'cancelled', 'internal'] as const;
 
-const runner = await startTestRunner();
+const runner = await startInProcessRunner();
 t.teardown(() => runner.close());
 
 interface Scrape {
@@ -21,7 +21,7 @@ interface Scrape {
 }
 
 /** GET /metrics over HTTP/1.1 on a fresh connection. */
-function scrape(on: TestRunner, headers: http.OutgoingHttpHeaders = {}): Promise<Scrape> {
+function scrape(on: InProcessRunner, headers: http.OutgoingHttpHeaders = {}): Promise<Scrape> {
   return new Promise((resolve, reject) => {
     const req = http.get({ host: '127.0.0.1', port: on.server.port, path: '/metrics', agent: false, headers }, (res) => {
       let text = '';
@@ -40,7 +40,7 @@ function sample(text: string, series: string): number | undefined {
 }
 
 /** Executions and histogram counts of every outcome. */
-async function outcomes(on: TestRunner): Promise<Record<string, [total: number | undefined, count: number | undefined]>> {
+async function outcomes(on: InProcessRunner): Promise<Record<string, [total: number | undefined, count: number | undefined]>> {
   const { text } = await scrape(on);
   return Object.fromEntries(
     OUTCOMES.map((o) => [
@@ -51,7 +51,7 @@ async function outcomes(on: TestRunner): Promise<Record<string, [total: number |
 }
 
 /** Scrapes until `predicate` holds (up to `ms`); returns the last scrape's text. */
-async function eventually(on: TestRunner, predicate: (text: string) => boolean, ms = 3000): Promise<string> {
+async function eventually(on: InProcessRunner, predicate: (text: string) => boolean, ms = 3000): Promise<string> {
   const until = performance.now() + ms;
   let { text } = await scrape(on);
   while (!predicate(text) && performance.now() < until) {
@@ -173,7 +173,7 @@ t.test('refused, cancelled and busy calls', async (t) => {
   await eventually(runner, (text) => sample(text, 'ldbox_runner_executions_total{outcome="cancelled"}') === before.cancelled![0]! + 1);
   t.same(await outcomes(runner), bumped(before, { rejected: 1, cancelled: 1 }), 'CANCELLED: cancelled');
 
-  const small = await startTestRunner({ LDBOX_POOL_SIZE: '1', LDBOX_POOL_CONCURRENCY: '1', LDBOX_POOL_MAX_QUEUE: '1' });
+  const small = await startInProcessRunner({ LDBOX_POOL_SIZE: '1', LDBOX_POOL_CONCURRENCY: '1', LDBOX_POOL_MAX_QUEUE: '1' });
   t.teardown(() => small.close());
   const long = (n: number) => small.grpc.execute({ code: `await ld.wait(600);\nreturn ${n}` });
   const first = long(1);
@@ -199,7 +199,7 @@ t.test('refused, cancelled and busy calls', async (t) => {
 });
 
 t.test('with LDBOX_RUNNER_TOKEN: /metrics stays open, refused calls count as rejected', async (t) => {
-  const guarded = await startTestRunner({ LDBOX_RUNNER_TOKEN: 'x'.repeat(32) });
+  const guarded = await startInProcessRunner({ LDBOX_RUNNER_TOKEN: 'x'.repeat(32) });
   t.teardown(() => guarded.close());
   const m = await scrape(guarded);
   t.equal(m.status, 200, 'no token needed to scrape');
@@ -209,7 +209,7 @@ t.test('with LDBOX_RUNNER_TOKEN: /metrics stays open, refused calls count as rej
 });
 
 t.test('each runner has its own registry', async (t) => {
-  const other = await startTestRunner();
+  const other = await startInProcessRunner();
   t.teardown(() => other.close());
   t.not(other.server.metrics, runner.server.metrics);
   const fresh = await outcomes(other);

@@ -10,7 +10,7 @@ import { toJson } from '@bufbuild/protobuf';
 import { ValueSchema } from '@bufbuild/protobuf/wkt';
 import t from 'tap';
 import { lowerThreadPriority } from '../../runner/pool/thread-priority.js';
-import { startTestRunner } from '../helpers/runner-harness.js';
+import { startInProcessRunner } from '../helpers/runner-harness.js';
 
 if (process.platform !== 'linux') {
   t.plan(0, 'thread priorities are set on Linux only');
@@ -46,7 +46,7 @@ async function threadsAt(nice: number, count: number): Promise<number[]> {
 }
 
 t.test('the workers run LDBOX_WORKER_NICE steps below the main thread; the main thread does not move', async (t) => {
-  const runner = await startTestRunner({ LDBOX_POOL_SIZE: '2', LDBOX_WORKER_NICE: '7' });
+  const runner = await startInProcessRunner({ LDBOX_POOL_SIZE: '2', LDBOX_WORKER_NICE: '7' });
   t.teardown(() => runner.close());
   const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => runner.grpc.execute({ code: `return ${i} * 3` })));
   t.same(
@@ -62,7 +62,7 @@ t.test('the workers run LDBOX_WORKER_NICE steps below the main thread; the main 
 
 t.test('LDBOX_WORKER_NICE=0 leaves every thread where it was', async (t) => {
   const before = new Set(threadNices().keys());
-  const runner = await startTestRunner({ LDBOX_POOL_SIZE: '2', LDBOX_WORKER_NICE: '0' });
+  const runner = await startInProcessRunner({ LDBOX_POOL_SIZE: '2', LDBOX_WORKER_NICE: '0' });
   t.teardown(() => runner.close());
   t.equal(toJson(ValueSchema, (await runner.grpc.execute({ code: 'return 1' })).result!), 1);
   const fresh = [...threadNices()].filter(([tid]) => !before.has(tid));
