@@ -103,6 +103,7 @@ export async function createCappedModule(capBytes: number): Promise<CappedModule
   allocatorBreak ??= locateAllocatorBreak(
     memory,
     build,
+    stackLow,
     (n) => alloc._malloc(n),
     (p) => alloc._free(p),
   );
