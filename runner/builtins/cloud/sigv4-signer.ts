@@ -1,5 +1,10 @@
-import { Hash } from '@smithy/hash-node';
-import { SignatureV4 } from '@smithy/signature-v4';
+import type * as HashNode from '@smithy/hash-node';
+import type * as SignatureV4Lib from '@smithy/signature-v4';
+import { lazyRequire } from '../lazy-require.js';
+
+/** AWS's signer, loaded when the thread first signs (lazy-require.ts). */
+const hashNode = lazyRequire<typeof HashNode>('@smithy/hash-node');
+const signatureV4 = lazyRequire<typeof SignatureV4Lib>('@smithy/signature-v4');
 
 /**
  * SigV4 request signing for `ld.cloudRequest` (spec "ld.cloudRequest(options)"), done by AWS's own signer
@@ -85,6 +90,8 @@ export async function signSigV4(request: SigV4Request, params: SigV4Params): Pro
   // Null-prototype records: a header named __proto__ stays a header.
   const toSign = record([['host', target.host], ...headers]);
 
+  const { SignatureV4 } = signatureV4();
+  const { Hash } = hashNode();
   const signer = new SignatureV4({
     service: params.service,
     region: params.region,

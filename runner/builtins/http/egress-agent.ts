@@ -1,7 +1,12 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
-import { Agent, buildConnector } from 'undici';
+import type * as Undici from 'undici';
+import type { Agent, buildConnector } from 'undici';
+import { lazyRequire } from '../lazy-require.js';
 import { EgressGuard } from './egress-guard.js';
+
+/** undici, loaded when the thread's first request is made (lazy-require.ts). */
+export const undiciLib = lazyRequire<typeof Undici>('undici');
 
 /**
  * The undici dispatcher behind ld.request: every connection it opens goes through the egress guard
@@ -57,7 +62,8 @@ export function createEgressAgent(allow: readonly string[], options: EgressAgent
     );
   };
 
-  const base = buildConnector({ lookup, timeout: options.connectTimeoutMs ?? 10_000 });
+  const { Agent: UndiciAgent, buildConnector: connectorFor } = undiciLib();
+  const base = connectorFor({ lookup, timeout: options.connectTimeoutMs ?? 10_000 });
   const connect: buildConnector.connector = (opts, callback) => {
     if (isIP(opts.hostname) !== 0) {
       const refused = guard.check(opts.hostname, opts.hostname);
@@ -69,7 +75,7 @@ export function createEgressAgent(allow: readonly string[], options: EgressAgent
     base(opts, callback);
   };
 
-  const dispatcher = new Agent({
+  const dispatcher = new UndiciAgent({
     connect,
     // Idle connections are kept briefly for the next request of the same call; not for long, since
     // calls are short and each worker serves many.

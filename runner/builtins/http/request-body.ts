@@ -1,5 +1,5 @@
-import { FormData, Response } from 'undici';
 import { GuestFacingError, GuestFormData } from '../guest-boundary.js';
+import { undiciLib } from './egress-agent.js';
 
 /**
  * Encodes the `body` option of ld.request (spec "ld.request(options)"): a string and bytes are sent as
@@ -74,6 +74,7 @@ export function appendValue(target: URLSearchParams, key: string, value: unknown
 
 /** Multipart through undici's own FormData serialiser, as bytes: the HTTP core sends a body it can resend on a 307. */
 async function encodeForm(form: GuestFormData): Promise<EncodedBody> {
+  const { FormData, Response } = undiciLib();
   const out = new FormData();
   form.entries.forEach((entry, i) => {
     if (!Array.isArray(entry) || typeof entry[0] !== 'string') {

@@ -11,12 +11,15 @@ import type { LookupAddress } from 'node:dns';
 import net from 'node:net';
 import t from 'tap';
 import type { BuiltinContext } from '../../../runner/builtins/guest-boundary.js';
-import { createEgressAgent, type Resolver } from '../../../runner/builtins/http/egress-agent.js';
+import { createEgressAgent, type Resolver, undiciLib } from '../../../runner/builtins/http/egress-agent.js';
 import { EgressRefusedError } from '../../../runner/builtins/http/egress-guard.js';
 import { request } from '../../../runner/builtins/http/request.js';
 import { sendRequest } from '../../../runner/builtins/http/send-request.js';
 import { GuestFacingError } from '../../../runner/builtins/guest-boundary.js';
 import { startEchoServer } from './echo-server.js';
+
+// Loaded now, as a worker's first request would: the "at once" checks below time refusals, not loading undici.
+undiciLib();
 
 const attempts: string[] = [];
 const violations: string[] = [];
