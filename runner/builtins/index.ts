@@ -2,6 +2,8 @@ import type { BuiltinModule, BuiltinTable, GuestBinding } from './guest-boundary
 import { CLOUD } from './cloud/cloud-request.js';
 import { HTTP, sendRequest } from './http/index.js';
 import { UTILITIES } from './utilities.js';
+import { loadSigV4Signer } from './cloud/sigv4-signer.js';
+import { undiciLib } from './http/egress-agent.js';
 import { RS256 } from './crypto/rs256.js';
 import { SQL_CHECKS } from './sql/sql-checks.js';
 import { FORMATS } from './formats/index.js';
@@ -20,3 +22,14 @@ export const BUILTINS: BuiltinTable = {
 
 /** How the built-ins appear in the guest. */
 export const GUEST_BINDINGS: readonly GuestBinding[] = MODULES.flatMap((m) => m.bindings);
+
+/**
+ * Loads the libraries behind ld.request and ld.cloudRequest, which a worker otherwise loads on the first
+ * call that uses them (~180 ms inside that call): a runner that warms up (LDBOX_RUNNER_WARMUP_CALLS) has its
+ * workers do it at start, so that no call meets that cost. The format libraries stay on first use (35 MiB
+ * per worker, see formats/format-libs.ts).
+ */
+export function preloadRequestLibraries(): void {
+  undiciLib();
+  loadSigV4Signer();
+}

@@ -85,6 +85,11 @@ export interface RunnerPoolOptions {
   maxCodeBytes: number;
   /** Largest `input` + `auth` of a wire call, as JSON bytes (RunnerConfig.maxInputBytes). */
   maxInputBytes: number;
+  /**
+   * Workers load the request built-ins' libraries at start (builtins/index.ts, preloadRequestLibraries):
+   * set by a runner that warms up, whose first calls must all be fast. Default: on first use.
+   */
+  preloadLibraries?: boolean;
 }
 
 /** A pool made for sandbox requests only (`ldbox run`) refuses every wire call. */
@@ -124,6 +129,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
     penalties: penaltyMemory,
     flags: flagMemory,
     nice: config.workerNice ?? 0,
+    preloadLibraries: options.preloadLibraries ?? false,
     limits: {
       maxResultBytes: config.maxResultBytes,
       maxLogEntries: config.maxLogEntries,

@@ -23,6 +23,8 @@ export interface WorkerSetup {
   flags: SharedArrayBuffer;
   /** Nice steps the worker lowers its own thread's priority by at start (thread-priority.ts). */
   nice: number;
+  /** Load the request built-ins' libraries at start rather than on first use (RunnerPoolOptions.preloadLibraries). */
+  preloadLibraries: boolean;
 }
 
 /** Fields every task carries. */

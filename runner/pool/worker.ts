@@ -9,7 +9,7 @@
  */
 import { threadId } from 'node:worker_threads';
 import { workerData } from 'piscina';
-import { BUILTINS, GUEST_BINDINGS } from '../builtins/index.js';
+import { BUILTINS, GUEST_BINDINGS, preloadRequestLibraries } from '../builtins/index.js';
 import {
   type CancelSource,
   type CappedModule,
@@ -51,6 +51,7 @@ function prepareWhenIdle(cm: CappedModule): void {
 void modules.acquire(setup.defaultMemoryBytes).then((cm) => {
   if (modules.release(cm)) prepareWhenIdle(cm);
 });
+if (setup.preloadLibraries) setImmediate(preloadRequestLibraries);
 
 const MOVE_ABOVE_BYTES = 64 * 1024;
 

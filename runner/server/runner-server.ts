@@ -86,7 +86,11 @@ class RunnerRole extends RoleLifecycle implements RunnerServer {
     super();
     this.#config = config;
     this.#log = log;
-    const pool = (this.pool = createRunnerPool(config.pool, { maxCodeBytes: config.maxCodeBytes, maxInputBytes: config.maxInputBytes }));
+    const pool = (this.pool = createRunnerPool(config.pool, {
+      maxCodeBytes: config.maxCodeBytes,
+      maxInputBytes: config.maxInputBytes,
+      preloadLibraries: config.warmUpCalls > 0,
+    }));
     const health = (this.health = createHealthStatus());
     const metrics = createRunnerMetrics(pool);
     this.metrics = metrics.registry;

@@ -6,6 +6,12 @@ import { lazyRequire } from '../lazy-require.js';
 const hashNode = lazyRequire<typeof HashNode>('@smithy/hash-node');
 const signatureV4 = lazyRequire<typeof SignatureV4Lib>('@smithy/signature-v4');
 
+/** Loads the signer now (a worker preloading what its first calls would otherwise load). */
+export function loadSigV4Signer(): void {
+  hashNode();
+  signatureV4();
+}
+
 /**
  * SigV4 request signing for `ld.cloudRequest` (spec "ld.cloudRequest(options)"), done by AWS's own signer
  * (`@smithy/signature-v4`, the one inside the AWS SDK for JavaScript v3). What this module adds is the part
