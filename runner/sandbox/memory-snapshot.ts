@@ -190,6 +190,9 @@ export function locateAllocatorBreak(
   const staticBefore = new Uint8Array(memory.buffer, 0, build.stackBottom).slice();
   const topBefore = new Uint8Array(memory.buffer, stackFrom, heapTo - stackFrom).slice();
   const beforeWords = new Uint32Array(staticBefore.buffer, 0, build.stackBottom >>> 2);
+  // The low-water mark measures the probe alone, then gets back what it held (how low the module's
+  // start-up went: the snapshot relies on it, see the constructor of MemorySnapshot).
+  const lowBefore = stackLow.value;
   stackLow.value = build.stackTop;
   const block = malloc(PROBE_BYTES);
   if (block === 0) throw new Error('the allocator probe could not allocate');
@@ -207,7 +210,7 @@ export function locateAllocatorBreak(
   free(block);
   const heapBase = address < 0 ? -1 : beforeWords[address >>> 2]!;
   const lowest = stackLow.value >>> 0;
-  stackLow.value = build.stackTop;
+  stackLow.value = lowBefore;
   const view = new Uint8Array(memory.buffer);
   view.set(staticBefore, 0);
   view.set(topBefore, stackFrom);
