@@ -18,6 +18,25 @@ export function formatTable(header: readonly string[], rows: ReadonlyArray<reado
   return `${[header, ...rows].map(line).join('\n')}\n`;
 }
 
+/** How an `ls` command shows its items. */
+export interface Listing<T> {
+  /** `--json`: the items as a JSON array, each by `toJson`. */
+  json: boolean;
+  toJson(item: T): unknown;
+  /** What there is none of (`workflows`), said on stderr when the list is empty. */
+  none: string;
+  header: readonly string[];
+  row(item: T): string[];
+}
+
+/** Prints `items` as `how` says (a JSON array, a table, or `no …` on stderr); the exit code, 0. */
+export function printListing<T>(out: { stdout(s: string): void; stderr(s: string): void }, items: readonly T[], how: Listing<T>): number {
+  if (how.json) out.stdout(`${JSON.stringify(items.map(how.toJson), null, 2)}\n`);
+  else if (items.length === 0) out.stderr(`no ${how.none}\n`);
+  else out.stdout(formatTable(how.header, items.map(how.row)));
+  return 0;
+}
+
 /** `340 ms`, `2.4 s`, `3.5 min`, or `-`. */
 export function formatDuration(ms: number | undefined): string {
   if (ms === undefined) return '-';

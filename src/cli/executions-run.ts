@@ -22,7 +22,7 @@ import {
 import { filterTimes, parseLimit, parseStatusWords } from './control-plane-args.js';
 import { callErrorMessage, isTransientCallError, type WorkflowClient } from './control-plane-client.js';
 import type { ControlPlaneContext, ParsedValues } from './control-plane-command.js';
-import { formatDuration, formatTable, oneLine } from './control-plane-format.js';
+import { formatDuration, oneLine, printListing } from './control-plane-format.js';
 import { formatTime, isFinal, msBetween, STATUS_WORDS, statusWord } from './control-plane-values.js';
 
 /** How often tail asks. */
@@ -65,30 +65,22 @@ const executionJson = (e: Execution) => toJson(ExecutionSchema, e);
 export async function runLs(values: ParsedValues, _positionals: readonly string[], ctx: ControlPlaneContext): Promise<number> {
   const limit = values.limit === undefined ? 20 : parseLimit(values.limit as string);
   const executions = await listExecutions(ctx.client, filterOf(values, ctx.now()), limit);
-  if (values.json) {
-    ctx.stdout(`${JSON.stringify(executions.map(executionJson), null, 2)}\n`);
-    return 0;
-  }
-  if (executions.length === 0) {
-    ctx.stderr('no executions\n');
-    return 0;
-  }
-  ctx.stdout(
-    formatTable(
-      ['ID', 'WORKFLOW', 'VERSION', 'STATUS', 'CREATED', 'DURATION', 'COST', 'ERROR'],
-      executions.map((e) => [
-        e.id,
-        e.workflowId,
-        e.workflowVersion === 0 ? '-' : String(e.workflowVersion),
-        statusWord(e.status),
-        formatTime(e.createdAt),
-        formatDuration(msBetween(e.startedAt, e.finishedAt)),
-        String(e.costUnits),
-        oneLine(e.error),
-      ]),
-    ),
-  );
-  return 0;
+  return printListing(ctx, executions, {
+    json: values.json === true,
+    toJson: executionJson,
+    none: 'executions',
+    header: ['ID', 'WORKFLOW', 'VERSION', 'STATUS', 'CREATED', 'DURATION', 'COST', 'ERROR'],
+    row: (e) => [
+      e.id,
+      e.workflowId,
+      e.workflowVersion === 0 ? '-' : String(e.workflowVersion),
+      statusWord(e.status),
+      formatTime(e.createdAt),
+      formatDuration(msBetween(e.startedAt, e.finishedAt)),
+      String(e.costUnits),
+      oneLine(e.error),
+    ],
+  });
 }
 
 /** `ldbox executions show`. */

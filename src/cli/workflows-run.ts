@@ -18,9 +18,10 @@ import {
 import { DEFAULT_WORKSPACE, parseLimit } from './control-plane-args.js';
 import { callErrorMessage, isFatalCallError, type WorkflowClient } from './control-plane-client.js';
 import { CommandUsageError, type ControlPlaneContext, type ParsedValues } from './control-plane-command.js';
-import { formatTable } from './control-plane-format.js';
+import { printListing } from './control-plane-format.js';
 import { formatTime } from './control-plane-values.js';
 import { readWorkflowFile, WorkflowFileError } from './workflow-file.js';
+import { authMethodFromProto } from '../workflows/workflow-model.js';
 
 /** Workflows read per ListWorkflows call (the control plane's maximum). */
 const WORKFLOW_PAGE = 500;
@@ -177,53 +178,35 @@ function keptSettingsWarnings(item: CreateWorkflowRequest, stored: Workflow): st
   return out;
 }
 
-/** `header`, `query`, `none`, `signature/github`, `legacy`. */
+/** `header`, `query`, `none`, `signature/github`, `legacy` (also for a method this CLI does not know). */
 function authWord(w: Workflow): string {
-  switch (w.webhook?.authMethod) {
-    case AuthMethod.NONE:
-      return 'none';
-    case AuthMethod.HEADER:
-      return 'header';
-    case AuthMethod.QUERY_PARAMETER:
-      return 'query';
-    case AuthMethod.SIGNATURE:
-      return `signature/${(SignaturePreset[w.webhook.signaturePreset] ?? '?').toLowerCase().replace(/_/g, '-')}`;
-    default:
-      return 'legacy';
+  let method: string;
+  try {
+    method = authMethodFromProto(w.webhook?.authMethod ?? AuthMethod.UNSPECIFIED);
+  } catch {
+    return 'legacy';
   }
+  if (method !== 'signature') return method;
+  return `signature/${(SignaturePreset[w.webhook!.signaturePreset] ?? '?').toLowerCase().replace(/_/g, '-')}`;
 }
 
 /** `ldbox workflows ls`. */
 export async function runLs(values: ParsedValues, _positionals: readonly string[], ctx: ControlPlaneContext): Promise<number> {
   const limit = values.limit === undefined ? Number.POSITIVE_INFINITY : parseLimit(values.limit as string);
   const workflows = await listWorkflows(ctx.client, values.workspace as string | undefined, limit);
-  if (values.json) {
-    ctx.stdout(
-      `${JSON.stringify(
-        workflows.map((w) => toJson(WorkflowSchema, w)),
-        null,
-        2,
-      )}\n`,
-    );
-    return 0;
-  }
-  if (workflows.length === 0) {
-    ctx.stderr('no workflows\n');
-    return 0;
-  }
-  ctx.stdout(
-    formatTable(
-      ['ID', 'NAME', 'WORKSPACE', 'VERSION', 'NODES', 'AUTH', 'UPDATED'],
-      workflows.map((w) => [
-        w.id,
-        w.name,
-        w.workspace,
-        String(w.version),
-        String(w.nodes.length),
-        w.unreadable === '' ? authWord(w) : 'unreadable',
-        formatTime(w.updatedAt),
-      ]),
-    ),
-  );
-  return 0;
+  return printListing(ctx, workflows, {
+    json: values.json === true,
+    toJson: (w) => toJson(WorkflowSchema, w),
+    none: 'workflows',
+    header: ['ID', 'NAME', 'WORKSPACE', 'VERSION', 'NODES', 'AUTH', 'UPDATED'],
+    row: (w) => [
+      w.id,
+      w.name,
+      w.workspace,
+      String(w.version),
+      String(w.nodes.length),
+      w.unreadable === '' ? authWord(w) : 'unreadable',
+      formatTime(w.updatedAt),
+    ],
+  });
 }

@@ -1,7 +1,6 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import type * as Undici from 'undici';
-import type { Agent, buildConnector } from 'undici';
 import { lazyRequire } from '../lazy-require.js';
 import { EgressGuard } from './egress-guard.js';
 
@@ -18,7 +17,7 @@ export const undiciLib = lazyRequire<typeof Undici>('undici');
  */
 export interface EgressAgent {
   readonly guard: EgressGuard;
-  readonly dispatcher: Agent;
+  readonly dispatcher: Undici.Agent;
 }
 
 /** Resolves a host name to all of its addresses (`family` 0 for both). Replaceable in tests. */
@@ -62,9 +61,9 @@ export function createEgressAgent(allow: readonly string[], options: EgressAgent
     );
   };
 
-  const { Agent: UndiciAgent, buildConnector: connectorFor } = undiciLib();
-  const base = connectorFor({ lookup, timeout: options.connectTimeoutMs ?? 10_000 });
-  const connect: buildConnector.connector = (opts, callback) => {
+  const { Agent, buildConnector } = undiciLib();
+  const base = buildConnector({ lookup, timeout: options.connectTimeoutMs ?? 10_000 });
+  const connect: Undici.buildConnector.connector = (opts, callback) => {
     if (isIP(opts.hostname) !== 0) {
       const refused = guard.check(opts.hostname, opts.hostname);
       if (refused) {
@@ -75,7 +74,7 @@ export function createEgressAgent(allow: readonly string[], options: EgressAgent
     base(opts, callback);
   };
 
-  const dispatcher = new UndiciAgent({
+  const dispatcher = new Agent({
     connect,
     // Idle connections are kept briefly for the next request of the same call; not for long, since
     // calls are short and each worker serves many.
