@@ -4,6 +4,8 @@ import type { WireEncoding } from '../wire/execute-response.js';
 
 /** `/ldbox.runner.v1.RunnerService/Execute`. */
 export const EXECUTE_PATH = `/${RunnerService.typeName}/${RunnerService.method.execute.name}`;
+/** `/ldbox.runner.v1.RunnerService/ExecuteStream`. */
+export const EXECUTE_STREAM_PATH = `/${RunnerService.typeName}/${RunnerService.method.executeStream.name}`;
 
 /**
  * A binary, uncompressed gRPC call of Execute (PROTOCOL-HTTP2: `application/grpc` or
@@ -11,7 +13,16 @@ export const EXECUTE_PATH = `/${RunnerService.typeName}/${RunnerService.method.e
  * gRPC-Web (`application/grpc-web…`) and gRPC+JSON are left to connect-node.
  */
 export function isPlainGrpcExecute(headers: IncomingHttpHeaders): boolean {
-  if (headers[':path'] !== EXECUTE_PATH || headers[':method'] !== 'POST') return false;
+  return headers[':path'] === EXECUTE_PATH && isPlainGrpcPost(headers);
+}
+
+/** A binary, uncompressed gRPC call of ExecuteStream (served only so: execute-stream.ts). */
+export function isPlainGrpcExecuteStream(headers: IncomingHttpHeaders): boolean {
+  return headers[':path'] === EXECUTE_STREAM_PATH && isPlainGrpcPost(headers);
+}
+
+function isPlainGrpcPost(headers: IncomingHttpHeaders): boolean {
+  if (headers[':method'] !== 'POST') return false;
   const type = headers['content-type'];
   if (type !== 'application/grpc' && type !== 'application/grpc+proto') return false;
   const encoding = headers['grpc-encoding'];

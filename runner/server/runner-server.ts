@@ -15,8 +15,9 @@ import { ConnectUnaryCall } from './connect-unary-call.js';
 import { http1ServerOptions, http2ServerSettings, limitHttp2Server } from '../../src/http/connection-limits.js';
 import { createOpsRoutes } from '../../src/http/ops-routes.js';
 import { createDualProtocolListener, type DualProtocolListener } from './dual-protocol-listener.js';
-import { connectUnaryEncoding, isPlainGrpcExecute } from './execute-paths.js';
+import { connectUnaryEncoding, isPlainGrpcExecute, isPlainGrpcExecuteStream } from './execute-paths.js';
 import { createExecuteRoute } from './execute-route.js';
+import { type OpenExecuteStream, serveExecuteStream } from './execute-stream.js';
 import { GrpcUnaryCall } from './grpc-unary-call.js';
 import { claimStreamsFirst } from './stream-router.js';
 import { withSpecGrpcMessage } from './grpc-message-encoding.js';
@@ -79,6 +80,7 @@ class RunnerRole extends RoleLifecycle implements RunnerServer {
   readonly #listener: DualProtocolListener;
   readonly #sessions = new Set<http2.ServerHttp2Session>();
   readonly #http1Responses = new Set<http.ServerResponse>();
+  readonly #executeStreams = new Set<OpenExecuteStream>();
   #poolClosed: Promise<void> | undefined;
   #port: number | undefined;
 
@@ -113,7 +115,15 @@ class RunnerRole extends RoleLifecycle implements RunnerServer {
       },
     });
     const ops = createOpsRoutes({ ready: () => health.get(RunnerService.typeName) === 'SERVING', registry: metrics.registry, log });
-    const execute = createExecuteRoute({ pool, config, metrics, log, tokenCheck: config.token === undefined ? undefined : createTokenCheck(config.token) });
+    const tokenCheck = config.token === undefined ? undefined : createTokenCheck(config.token);
+    const execute = createExecuteRoute({ pool, config, metrics, log, tokenCheck });
+    const streamOptions = {
+      route: execute,
+      tokenCheck,
+      maxRequestBytes: config.maxCodeBytes + 2 * config.maxInputBytes + 64 * 1024,
+      // As many calls as the connection could carry as unary Execute streams (SETTINGS_MAX_CONCURRENT_STREAMS).
+      maxCallsInFlight: config.http.maxStreamsPerConnection,
+    };
     // Connect unary Execute (JSON or binary, uncompressed), over HTTP/1.1 or HTTP/2: read by the runner.
     const connectExecute = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse): boolean => {
       const encoding = connectUnaryEncoding(req.method, req.url, req.headers);
@@ -138,8 +148,16 @@ class RunnerRole extends RoleLifecycle implements RunnerServer {
     });
     // The hot path: binary gRPC Execute on the bare stream, before the compatibility API sees it.
     claimStreamsFirst(h2server, (stream, headers) => {
-      if (!isPlainGrpcExecute(headers)) return false;
-      execute(new GrpcUnaryCall(stream), headers, { encoding: 'proto', grpcFramed: true, timeout: parseGrpcTimeout(headers['grpc-timeout']) });
+      if (isPlainGrpcExecute(headers)) {
+        execute(new GrpcUnaryCall(stream), headers, { encoding: 'proto', grpcFramed: true, timeout: parseGrpcTimeout(headers['grpc-timeout']) });
+        return true;
+      }
+      if (!isPlainGrpcExecuteStream(headers)) return false;
+      const served = serveExecuteStream(stream, headers, streamOptions, (s) => this.#executeStreams.delete(s));
+      if (served === undefined) return true;
+      // A stream opened while the runner drains ends once it has answered (UNAVAILABLE to each call).
+      if (this.stopping) served.drain();
+      this.#executeStreams.add(served);
       return true;
     });
     limitHttp2Server(h2server, config.http);
@@ -241,8 +259,10 @@ class RunnerRole extends RoleLifecycle implements RunnerServer {
   protected async drain(grace: Grace): Promise<void> {
     this.health.set('', 'NOT_SERVING');
     this.health.set(RunnerService.typeName, 'NOT_SERVING');
-    // GOAWAY: clients open their next calls elsewhere; streams already running finish.
+    // GOAWAY: clients open their next calls elsewhere; streams already running finish. An ExecuteStream
+    // answers its calls in flight, new ones UNAVAILABLE, and then ends (UNAVAILABLE).
     for (const s of this.#sessions) s.close();
+    for (const s of this.#executeStreams) s.drain();
     this.#h1server.closeIdleConnections();
     for (const res of this.#http1Responses) if (!res.headersSent) res.setHeader('connection', 'close');
     // The pool keeps its own drain timer (grace.timeoutMs); destroy() during it moves on to dropping the

@@ -6,6 +6,7 @@
  */
 import { HTTP_LIMIT_SETTING_LIST, type HttpLimits, loadHttpLimits } from '../config/http-limits-config.js';
 import {
+  choiceSetting,
   ConfigError,
   type Env,
   hostSetting,
@@ -32,6 +33,8 @@ export interface ExecutorConfig {
   runnerUrls: string[];
   /** TLS to `https://` runners beyond the system's trust store: a private CA, a client certificate (mTLS). */
   runnerTls: RunnerClientTls;
+  /** How Execute calls travel (LDBOX_RUNNER_CALLS): on one ExecuteStream per runner, or one gRPC call each. */
+  runnerCalls: 'stream' | 'unary';
   /** Bearer token the runners require (LDBOX_RUNNER_TOKEN), if any. */
   runnerToken: string | undefined;
   /** Jobs run at once by this executor. */
@@ -85,6 +88,13 @@ const S = {
   },
   runnerClientKey: { kind: 'text', name: 'LDBOX_RUNNER_CLIENT_KEY', shown: 'unset', meaning: 'PEM private key (unencrypted) of LDBOX_RUNNER_CLIENT_CERT' },
   runnerToken: { kind: 'text', name: 'LDBOX_RUNNER_TOKEN', shown: 'unset', meaning: 'bearer token the runners require (at least 16 characters)' },
+  runnerCalls: {
+    kind: 'choice',
+    name: 'LDBOX_RUNNER_CALLS',
+    fallback: 'stream',
+    choices: ['stream', 'unary'],
+    meaning: 'how Execute calls travel: one long-lived ExecuteStream per runner, or a gRPC call each',
+  },
   concurrency: { kind: 'int', name: 'LDBOX_EXECUTOR_CONCURRENCY', fallback: 16, min: 1, max: 1024, meaning: 'jobs one executor runs at once' },
   ackWaitMs: {
     kind: 'int',
@@ -120,6 +130,7 @@ export function loadExecutorConfig(env: Env): ExecutorConfig {
     runnerUrls,
     runnerToken: optionalSecret(env, S.runnerToken.name, 16),
     runnerTls: runnerTlsSettings(env),
+    runnerCalls: choiceSetting(env, S.runnerCalls),
     concurrency: intSetting(env, S.concurrency),
     ackWaitMs: intSetting(env, S.ackWaitMs),
     maxAttempts: intSetting(env, S.maxAttempts),

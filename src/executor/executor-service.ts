@@ -124,7 +124,7 @@ class ExecutorRole extends RoleLifecycle implements Executor {
     this.#config = config;
     this.#log = log;
     const client = (this.#client = connectNats(config.nats, { name: 'ldbox-executor', logger: log, ...options.nats }));
-    this.#runners = new RunnerClients(config.runnerUrls, config.runnerToken, { tls: config.runnerTls });
+    this.#runners = new RunnerClients(config.runnerUrls, config.runnerToken, { tls: config.runnerTls, unaryOnly: config.runnerCalls === 'unary' });
     // Every job in flight listens on it (its runner call, a wait for NATS): not a leak.
     setMaxListeners(config.concurrency * 4 + 10, this.#cancelRuns.signal);
     this.#metrics = createExecutorMetrics({

@@ -52,12 +52,40 @@ function codeOfHttpStatus(status: number): Code {
 const UNREACHABLE =
   /^(ECONNREFUSED|ECONNRESET|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EPIPE|ERR_HTTP2_GOAWAY_SESSION|ERR_HTTP2_SESSION_ERROR|ERR_HTTP2_STREAM_CANCEL|ERR_HTTP2_INVALID_SESSION|ERR_HTTP2_STREAM_ERROR|ERR_HTTP2_ERROR)$/;
 
-function fromSystemError(err: Error & { code?: string }): ConnectError {
+export function fromSystemError(err: Error & { code?: string }): ConnectError {
   // A stream pending on a session that failed (refused, TLS handshake) says "The pending stream has been
   // canceled" with the session's error as its cause: that cause is the reason to report.
   if (err.code === 'ERR_HTTP2_STREAM_CANCEL' && err.cause instanceof Error) return fromSystemError(err.cause as Error & { code?: string });
   const code = typeof err.code === 'string' && UNREACHABLE.test(err.code) ? Code.Unavailable : Code.Internal;
   return new ConnectError(err.message, code, undefined, undefined, err);
+}
+
+/**
+ * The error a call's gRPC status says (from the trailers, or a trailers-only answer's headers); undefined
+ * for OK. An HTTP status without a gRPC status is mapped as the gRPC spec maps it.
+ */
+export function grpcStatusError(headers: http2.IncomingHttpHeaders, trailers: http2.IncomingHttpHeaders | undefined): ConnectError | undefined {
+  const meta = trailers ?? headers;
+  const status = meta['grpc-status'];
+  if (status === undefined) {
+    const http = Number(headers[':status']);
+    return new ConnectError(`HTTP ${http} without a gRPC status`, http === 200 ? Code.Internal : codeOfHttpStatus(http));
+  }
+  const code = Number(status);
+  if (code === 0) return undefined;
+  const raw = meta['grpc-message'];
+  let message = typeof raw === 'string' ? raw : '';
+  try {
+    message = decodeURIComponent(message);
+  } catch {
+    /* keep it as sent */
+  }
+  return new ConnectError(message, codeOf(code));
+}
+
+/** A gRPC status code as connect's Code (an unknown one is UNKNOWN). */
+export function codeOf(code: number): Code {
+  return Number.isInteger(code) && code > 0 && code <= 16 ? (code as Code) : Code.Unknown;
 }
 
 /** The `grpc-timeout` header: at most 8 digits and a unit (milliseconds, else seconds). */
@@ -70,6 +98,7 @@ export class GrpcUnaryClient {
   #session: http2.ClientHttp2Session | undefined;
   #active = 0;
   #ping: NodeJS.Timeout | undefined;
+  readonly #idleListeners: (() => void)[] = [];
 
   constructor(
     private readonly baseUrl: string,
@@ -81,7 +110,7 @@ export class GrpcUnaryClient {
     if (opts.signal?.aborted) return Promise.reject(new ConnectError('the call was cancelled', Code.Canceled));
     let session: http2.ClientHttp2Session;
     try {
-      session = this.#sessionNow();
+      session = this.session();
     } catch (err) {
       return Promise.reject(fromSystemError(err as Error));
     }
@@ -93,7 +122,7 @@ export class GrpcUnaryClient {
         settled = true;
         clearTimeout(timer);
         opts.signal?.removeEventListener('abort', onAbort);
-        if (--this.#active === 0) this.#stopPing();
+        this.release();
         if (err) reject(err);
         else resolve(value!);
       };
@@ -103,8 +132,7 @@ export class GrpcUnaryClient {
       };
       const onAbort = () => cancel(new ConnectError('the call was cancelled', Code.Canceled));
       const timer = setTimeout(() => cancel(new ConnectError(`the call did not finish within ${opts.timeoutMs} ms`, Code.DeadlineExceeded)), opts.timeoutMs);
-      this.#active++;
-      this.#startPing();
+      this.hold();
       try {
         stream = session.request({
           ':method': 'POST',
@@ -151,23 +179,9 @@ export class GrpcUnaryClient {
           finish(new ConnectError(`the stream closed without an answer (HTTP/2 code ${stream.rstCode})`, Code.Unavailable));
           return;
         }
-        const meta = trailers ?? headers;
-        const status = meta['grpc-status'];
-        if (status === undefined) {
-          const http = Number(headers[':status']);
-          finish(new ConnectError(`HTTP ${http} without a gRPC status`, http === 200 ? Code.Internal : codeOfHttpStatus(http)));
-          return;
-        }
-        const code = Number(status);
-        if (code !== 0) {
-          const raw = meta['grpc-message'];
-          let message = typeof raw === 'string' ? raw : '';
-          try {
-            message = decodeURIComponent(message);
-          } catch {
-            /* keep it as sent */
-          }
-          finish(new ConnectError(message, Number.isInteger(code) && code > 0 && code <= 16 ? (code as Code) : Code.Unknown));
+        const failed = grpcStatusError(headers, trailers);
+        if (failed) {
+          finish(failed);
           return;
         }
         const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
@@ -197,7 +211,26 @@ export class GrpcUnaryClient {
     s?.destroy();
   }
 
-  #sessionNow(): http2.ClientHttp2Session {
+  /**
+   * A call in flight on {@link session} (another client of the session, execute-stream-client.ts, counts its
+   * calls here too): pings run while any is, and the session does not idle out. Pair with {@link release}.
+   */
+  hold(): void {
+    this.#active++;
+    this.#startPing();
+  }
+
+  release(): void {
+    if (--this.#active === 0) this.#stopPing();
+  }
+
+  /** `listener` runs when the session idles out with no call in flight (a long-lived stream then ends). */
+  onIdle(listener: () => void): void {
+    this.#idleListeners.push(listener);
+  }
+
+  /** The session to the runner: the open one, or a new one. Throws if it cannot be opened. */
+  session(): http2.ClientHttp2Session {
     const have = this.#session;
     if (have && !have.closed && !have.destroyed) return have;
     const session = http2.connect(this.baseUrl, this.opts.tls ?? {});
@@ -207,7 +240,9 @@ export class GrpcUnaryClient {
     session.on('goaway', () => this.#forget(session));
     session.on('close', () => this.#forget(session));
     session.setTimeout(this.opts.idleTimeoutMs, () => {
-      if (this.#active === 0) session.close();
+      if (this.#active !== 0) return;
+      for (const listener of this.#idleListeners) listener();
+      session.close();
     });
     session.unref(); // the executor's other handles keep the process alive; an idle session must not
     this.#session = session;

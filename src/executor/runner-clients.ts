@@ -17,6 +17,7 @@ import tls from 'node:tls';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { create, type JsonObject, type JsonValue, type MessageInitShape, toBinary } from '@bufbuild/protobuf';
 import { GrpcUnaryClient } from './grpc-unary-client.js';
+import { ExecuteStreamClient, StreamUnsupportedError } from './execute-stream-client.js';
 import { type ExecuteRequest, ExecuteRequestSchema, type ExecuteResponse, RunnerService } from '../gen/ldbox/runner/v1/runner_pb.js';
 import type { RunnerClientTls } from './executor-config.js';
 import { readExecuteResponseBytes, withStructBytes } from './runner-wire.js';
@@ -59,7 +60,7 @@ export interface RunnerAnswer {
   result: JsonValue | undefined;
 }
 
-type ExecuteFn = (req: ExecuteRequest, opts: { timeoutMs: number; signal?: AbortSignal }) => Promise<Uint8Array>;
+type ExecuteFn = (request: Uint8Array, opts: { timeoutMs: number; signal?: AbortSignal }) => Promise<Uint8Array>;
 
 interface Runner {
   url: string;
@@ -100,13 +101,14 @@ const FINAL = new Set([Code.InvalidArgument, Code.FailedPrecondition, Code.OutOf
 export class RunnerClients {
   readonly #runners: Runner[];
   readonly #clients: GrpcUnaryClient[] = [];
+  readonly #streams: ExecuteStreamClient[] = [];
   #next = 0;
 
   /**
    * `opts.tls` applies to `https://` runners: `ca` is trusted besides Node's bundled CAs, `cert`/`key`
    * are shown when a runner asks for a client certificate (node:http2's own TLS does the rest).
    */
-  constructor(urls: readonly string[], token: string | undefined, opts: { readMaxBytes?: number; tls?: RunnerClientTls } = {}) {
+  constructor(urls: readonly string[], token: string | undefined, opts: { readMaxBytes?: number; tls?: RunnerClientTls; unaryOnly?: boolean } = {}) {
     if (urls.length === 0) throw new Error('RunnerClients needs at least one runner URL');
     this.#runners = urls.map((url) => {
       const client = new GrpcUnaryClient(url, {
@@ -118,12 +120,27 @@ export class RunnerClients {
         ...(url.startsWith('https:') ? { tls: secureOptions(opts.tls) } : {}),
       });
       this.#clients.push(client);
-      return { url, coolUntil: 0, execute: (req, o) => client.call(EXECUTE_PATH, toBinary(ExecuteRequestSchema, req), o) };
+      const stream = new ExecuteStreamClient(client, {
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+        readMaxBytes: opts.readMaxBytes ?? 64 * 1024 * 1024,
+      });
+      this.#streams.push(stream);
+      const unary: ExecuteFn = (request, o) => client.call(EXECUTE_PATH, request, o);
+      // ExecuteStream while the runner serves it; a runner that does not (an older version) gets unary calls.
+      const execute: ExecuteFn = (request, o) => {
+        if (stream.unsupported || opts.unaryOnly) return unary(request, o);
+        return stream.call(request, o).catch((err: unknown) => {
+          if (err instanceof StreamUnsupportedError) return unary(request, o);
+          throw err;
+        });
+      };
+      return { url, coolUntil: 0, execute };
     });
   }
 
   /** Closes the connections to the runners (calls in flight fail). */
   close(): void {
+    for (const s of this.#streams) s.close();
     for (const c of this.#clients) c.close();
   }
 
@@ -139,12 +156,13 @@ export class RunnerClients {
   async execute(init: ExecuteInit, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<RunnerAnswer> {
     const { input, auth, ...rest } = init;
     const req = withStructBytes(create(ExecuteRequestSchema, rest), { input: (input ?? {}) as JsonObject, auth: auth as JsonObject | undefined });
+    const request = toBinary(ExecuteRequestSchema, req);
     const order = this.#order();
     const refusals: string[] = [];
     for (const runner of order) {
       let answer: Uint8Array;
       try {
-        answer = await runner.execute(req, { timeoutMs: opts.timeoutMs, signal: opts.signal });
+        answer = await runner.execute(request, { timeoutMs: opts.timeoutMs, signal: opts.signal });
       } catch (err) {
         const e = ConnectError.from(err);
         if (opts.signal?.aborted) throw new RunnerCallError(`the call was cancelled: ${e.rawMessage}`, Code.Canceled);

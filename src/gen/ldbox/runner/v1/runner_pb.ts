@@ -19,7 +19,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ldbox/runner/v1/runner.proto.
  */
 export const file_ldbox_runner_v1_runner: GenFile = /*@__PURE__*/
-  fileDesc("ChxsZGJveC9ydW5uZXIvdjEvcnVubmVyLnByb3RvEg9sZGJveC5ydW5uZXIudjEiMgoGTGltaXRzEhIKCnRpbWVvdXRfbXMYASABKA0SFAoMbWVtb3J5X2J5dGVzGAIgASgEItwBCg5FeGVjdXRlUmVxdWVzdBIMCgRjb2RlGAEgASgJEiYKBWlucHV0GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIlCgRhdXRoGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBInCgZsaW1pdHMYBCABKAsyFy5sZGJveC5ydW5uZXIudjEuTGltaXRzEjAKC3Jlc3VsdF9raW5kGAUgASgOMhsubGRib3gucnVubmVyLnYxLlJlc3VsdEtpbmQSEgoKcmVxdWVzdF9pZBgGIAEoCSJFCghMb2dFbnRyeRIoCgVsZXZlbBgBIAEoDjIZLmxkYm94LnJ1bm5lci52MS5Mb2dMZXZlbBIPCgdtZXNzYWdlGAIgASgJImgKDkV4ZWN1dGlvbkVycm9yEigKBGtpbmQYASABKA4yGi5sZGJveC5ydW5uZXIudjEuRXJyb3JLaW5kEgwKBG5hbWUYAiABKAkSDwoHbWVzc2FnZRgDIAEoCRINCgVzdGFjaxgEIAEoCSJOCgRGaWxlEhEKCWZpbGVfbmFtZRgBIAEoCRIRCgltaW1lX3R5cGUYAiABKAkSDwoHY29udGVudBgDIAEoDBIPCgdpc190ZXh0GAQgASgIIkEKCERvd25sb2FkEhEKCWZpbGVfbmFtZRgBIAEoCRIRCgltaW1lX3R5cGUYAiABKAkSDwoHY29udGVudBgDIAEoDCJYCg5FeGVjdXRpb25TdGF0cxIUCgx3YWxsX3RpbWVfbXMYASABKAESFQoNcXVldWVfdGltZV9tcxgCIAEoARIZChFtZW1vcnlfdXNlZF9ieXRlcxgDIAEoBCKpAgoPRXhlY3V0ZVJlc3BvbnNlEhIKCnJlcXVlc3RfaWQYASABKAkSJgoGcmVzdWx0GAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEicKBGxvZ3MYAyADKAsyGS5sZGJveC5ydW5uZXIudjEuTG9nRW50cnkSLgoFZXJyb3IYBCABKAsyHy5sZGJveC5ydW5uZXIudjEuRXhlY3V0aW9uRXJyb3ISJAoFZmlsZXMYBSADKAsyFS5sZGJveC5ydW5uZXIudjEuRmlsZRIrCghkb3dubG9hZBgGIAEoCzIZLmxkYm94LnJ1bm5lci52MS5Eb3dubG9hZBIuCgVzdGF0cxgHIAEoCzIfLmxkYm94LnJ1bm5lci52MS5FeGVjdXRpb25TdGF0cyIWChRHZXRQb29sU3RhdHVzUmVxdWVzdCJlChJMYXRlbmN5UGVyY2VudGlsZXMSDgoGcDUwX21zGAEgASgBEg4KBnA5MF9tcxgCIAEoARIOCgZwOTlfbXMYAyABKAESDgoGbWF4X21zGAQgASgBEg8KB3NhbXBsZXMYBSABKA0i6wEKFUdldFBvb2xTdGF0dXNSZXNwb25zZRIPCgd3b3JrZXJzGAEgASgNEgwKBGJ1c3kYAiABKA0SDgoGcXVldWVkGAMgASgNEhEKCWNvbXBsZXRlZBgEIAEoBBIOCgZmYWlsZWQYBSABKAQSNAoHbGF0ZW5jeRgGIAEoCzIjLmxkYm94LnJ1bm5lci52MS5MYXRlbmN5UGVyY2VudGlsZXMSEQoJbWF4X3F1ZXVlGAcgASgNEh0KFWNvbmN1cnJlbnRfcGVyX3dvcmtlchgIIAEoDRIYChB3b3JrZXJzX3JlcGxhY2VkGAkgASgEKpkBCgpSZXN1bHRLaW5kEhsKF1JFU1VMVF9LSU5EX1VOU1BFQ0lGSUVEEAASFwoTUkVTVUxUX0tJTkRfR0VORVJJQxABEhUKEVJFU1VMVF9LSU5EX0ZJTEVTEAISHQoZUkVTVUxUX0tJTkRfTkFUSVZFX1NFQVJDSBADEh8KG1JFU1VMVF9LSU5EX05BVElWRV9ET1dOTE9BRBAEKk0KCExvZ0xldmVsEhkKFUxPR19MRVZFTF9VTlNQRUNJRklFRBAAEhIKDkxPR19MRVZFTF9JTkZPEAESEgoOTE9HX0xFVkVMX1dBUk4QAiqpAQoJRXJyb3JLaW5kEhoKFkVSUk9SX0tJTkRfVU5TUEVDSUZJRUQQABIVChFFUlJPUl9LSU5EX1RIUk9XThABEhUKEUVSUk9SX0tJTkRfU1lOVEFYEAISFgoSRVJST1JfS0lORF9USU1FT1VUEAMSGwoXRVJST1JfS0lORF9NRU1PUllfTElNSVQQBBIdChlFUlJPUl9LSU5EX0lOVkFMSURfUkVTVUxUEAUyvQEKDVJ1bm5lclNlcnZpY2USTAoHRXhlY3V0ZRIfLmxkYm94LnJ1bm5lci52MS5FeGVjdXRlUmVxdWVzdBogLmxkYm94LnJ1bm5lci52MS5FeGVjdXRlUmVzcG9uc2USXgoNR2V0UG9vbFN0YXR1cxIlLmxkYm94LnJ1bm5lci52MS5HZXRQb29sU3RhdHVzUmVxdWVzdBomLmxkYm94LnJ1bm5lci52MS5HZXRQb29sU3RhdHVzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct]);
+  fileDesc("ChxsZGJveC9ydW5uZXIvdjEvcnVubmVyLnByb3RvEg9sZGJveC5ydW5uZXIudjEiMgoGTGltaXRzEhIKCnRpbWVvdXRfbXMYASABKA0SFAoMbWVtb3J5X2J5dGVzGAIgASgEItwBCg5FeGVjdXRlUmVxdWVzdBIMCgRjb2RlGAEgASgJEiYKBWlucHV0GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIlCgRhdXRoGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBInCgZsaW1pdHMYBCABKAsyFy5sZGJveC5ydW5uZXIudjEuTGltaXRzEjAKC3Jlc3VsdF9raW5kGAUgASgOMhsubGRib3gucnVubmVyLnYxLlJlc3VsdEtpbmQSEgoKcmVxdWVzdF9pZBgGIAEoCSJFCghMb2dFbnRyeRIoCgVsZXZlbBgBIAEoDjIZLmxkYm94LnJ1bm5lci52MS5Mb2dMZXZlbBIPCgdtZXNzYWdlGAIgASgJImgKDkV4ZWN1dGlvbkVycm9yEigKBGtpbmQYASABKA4yGi5sZGJveC5ydW5uZXIudjEuRXJyb3JLaW5kEgwKBG5hbWUYAiABKAkSDwoHbWVzc2FnZRgDIAEoCRINCgVzdGFjaxgEIAEoCSJOCgRGaWxlEhEKCWZpbGVfbmFtZRgBIAEoCRIRCgltaW1lX3R5cGUYAiABKAkSDwoHY29udGVudBgDIAEoDBIPCgdpc190ZXh0GAQgASgIIkEKCERvd25sb2FkEhEKCWZpbGVfbmFtZRgBIAEoCRIRCgltaW1lX3R5cGUYAiABKAkSDwoHY29udGVudBgDIAEoDCJYCg5FeGVjdXRpb25TdGF0cxIUCgx3YWxsX3RpbWVfbXMYASABKAESFQoNcXVldWVfdGltZV9tcxgCIAEoARIZChFtZW1vcnlfdXNlZF9ieXRlcxgDIAEoBCKpAgoPRXhlY3V0ZVJlc3BvbnNlEhIKCnJlcXVlc3RfaWQYASABKAkSJgoGcmVzdWx0GAIgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEicKBGxvZ3MYAyADKAsyGS5sZGJveC5ydW5uZXIudjEuTG9nRW50cnkSLgoFZXJyb3IYBCABKAsyHy5sZGJveC5ydW5uZXIudjEuRXhlY3V0aW9uRXJyb3ISJAoFZmlsZXMYBSADKAsyFS5sZGJveC5ydW5uZXIudjEuRmlsZRIrCghkb3dubG9hZBgGIAEoCzIZLmxkYm94LnJ1bm5lci52MS5Eb3dubG9hZBIuCgVzdGF0cxgHIAEoCzIfLmxkYm94LnJ1bm5lci52MS5FeGVjdXRpb25TdGF0cyJ9ChRFeGVjdXRlU3RyZWFtUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgNEjAKB3JlcXVlc3QYAiABKAsyHy5sZGJveC5ydW5uZXIudjEuRXhlY3V0ZVJlcXVlc3QSEgoKdGltZW91dF9tcxgDIAEoDRIOCgZjYW5jZWwYBCABKAgimAEKFUV4ZWN1dGVTdHJlYW1SZXNwb25zZRIPCgdjYWxsX2lkGAEgASgNEjQKCHJlc3BvbnNlGAIgASgLMiAubGRib3gucnVubmVyLnYxLkV4ZWN1dGVSZXNwb25zZUgAEi0KBnN0YXR1cxgDIAEoCzIbLmxkYm94LnJ1bm5lci52MS5DYWxsU3RhdHVzSABCCQoHb3V0Y29tZSIrCgpDYWxsU3RhdHVzEgwKBGNvZGUYASABKAUSDwoHbWVzc2FnZRgCIAEoCSIWChRHZXRQb29sU3RhdHVzUmVxdWVzdCJlChJMYXRlbmN5UGVyY2VudGlsZXMSDgoGcDUwX21zGAEgASgBEg4KBnA5MF9tcxgCIAEoARIOCgZwOTlfbXMYAyABKAESDgoGbWF4X21zGAQgASgBEg8KB3NhbXBsZXMYBSABKA0i6wEKFUdldFBvb2xTdGF0dXNSZXNwb25zZRIPCgd3b3JrZXJzGAEgASgNEgwKBGJ1c3kYAiABKA0SDgoGcXVldWVkGAMgASgNEhEKCWNvbXBsZXRlZBgEIAEoBBIOCgZmYWlsZWQYBSABKAQSNAoHbGF0ZW5jeRgGIAEoCzIjLmxkYm94LnJ1bm5lci52MS5MYXRlbmN5UGVyY2VudGlsZXMSEQoJbWF4X3F1ZXVlGAcgASgNEh0KFWNvbmN1cnJlbnRfcGVyX3dvcmtlchgIIAEoDRIYChB3b3JrZXJzX3JlcGxhY2VkGAkgASgEKpkBCgpSZXN1bHRLaW5kEhsKF1JFU1VMVF9LSU5EX1VOU1BFQ0lGSUVEEAASFwoTUkVTVUxUX0tJTkRfR0VORVJJQxABEhUKEVJFU1VMVF9LSU5EX0ZJTEVTEAISHQoZUkVTVUxUX0tJTkRfTkFUSVZFX1NFQVJDSBADEh8KG1JFU1VMVF9LSU5EX05BVElWRV9ET1dOTE9BRBAEKk0KCExvZ0xldmVsEhkKFUxPR19MRVZFTF9VTlNQRUNJRklFRBAAEhIKDkxPR19MRVZFTF9JTkZPEAESEgoOTE9HX0xFVkVMX1dBUk4QAiqpAQoJRXJyb3JLaW5kEhoKFkVSUk9SX0tJTkRfVU5TUEVDSUZJRUQQABIVChFFUlJPUl9LSU5EX1RIUk9XThABEhUKEUVSUk9SX0tJTkRfU1lOVEFYEAISFgoSRVJST1JfS0lORF9USU1FT1VUEAMSGwoXRVJST1JfS0lORF9NRU1PUllfTElNSVQQBBIdChlFUlJPUl9LSU5EX0lOVkFMSURfUkVTVUxUEAUyoQIKDVJ1bm5lclNlcnZpY2USTAoHRXhlY3V0ZRIfLmxkYm94LnJ1bm5lci52MS5FeGVjdXRlUmVxdWVzdBogLmxkYm94LnJ1bm5lci52MS5FeGVjdXRlUmVzcG9uc2USYgoNRXhlY3V0ZVN0cmVhbRIlLmxkYm94LnJ1bm5lci52MS5FeGVjdXRlU3RyZWFtUmVxdWVzdBomLmxkYm94LnJ1bm5lci52MS5FeGVjdXRlU3RyZWFtUmVzcG9uc2UoATABEl4KDUdldFBvb2xTdGF0dXMSJS5sZGJveC5ydW5uZXIudjEuR2V0UG9vbFN0YXR1c1JlcXVlc3QaJi5sZGJveC5ydW5uZXIudjEuR2V0UG9vbFN0YXR1c1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct]);
 
 /**
  * Limits asks for per-call limits. Zero means "the operator's default"; a value above the operator's
@@ -360,6 +360,121 @@ export const ExecuteResponseSchema: GenMessage<ExecuteResponse> = /*@__PURE__*/
   messageDesc(file_ldbox_runner_v1_runner, 7);
 
 /**
+ * ExecuteStreamRequest starts one call of ExecuteStream, or cancels one.
+ *
+ * @generated from message ldbox.runner.v1.ExecuteStreamRequest
+ */
+export type ExecuteStreamRequest = Message<"ldbox.runner.v1.ExecuteStreamRequest"> & {
+  /**
+   * Names the call in its answer. Chosen by the client; not 0, and not the id of a call of this stream
+   * still waiting for its answer (the stream ends with INVALID_ARGUMENT).
+   *
+   * @generated from field: uint32 call_id = 1;
+   */
+  callId: number;
+
+  /**
+   * The call, as Execute's request. Unset (and no `cancel`): the call is answered INVALID_ARGUMENT.
+   *
+   * @generated from field: ldbox.runner.v1.ExecuteRequest request = 2;
+   */
+  request?: ExecuteRequest | undefined;
+
+  /**
+   * The call's deadline in milliseconds from when the runner reads this message, as Execute's
+   * `grpc-timeout`; 0: none.
+   *
+   * @generated from field: uint32 timeout_ms = 3;
+   */
+  timeoutMs: number;
+
+  /**
+   * Instead of starting a call: gives up call `call_id`. Its answer is CANCELLED, unless it was already
+   * answered; an id the runner does not know is ignored.
+   *
+   * @generated from field: bool cancel = 4;
+   */
+  cancel: boolean;
+};
+
+/**
+ * Describes the message ldbox.runner.v1.ExecuteStreamRequest.
+ * Use `create(ExecuteStreamRequestSchema)` to create a new message.
+ */
+export const ExecuteStreamRequestSchema: GenMessage<ExecuteStreamRequest> = /*@__PURE__*/
+  messageDesc(file_ldbox_runner_v1_runner, 8);
+
+/**
+ * ExecuteStreamResponse is the answer of one call of ExecuteStream.
+ *
+ * @generated from message ldbox.runner.v1.ExecuteStreamResponse
+ */
+export type ExecuteStreamResponse = Message<"ldbox.runner.v1.ExecuteStreamResponse"> & {
+  /**
+   * The call's `call_id`.
+   *
+   * @generated from field: uint32 call_id = 1;
+   */
+  callId: number;
+
+  /**
+   * @generated from oneof ldbox.runner.v1.ExecuteStreamResponse.outcome
+   */
+  outcome: {
+    /**
+     * The call's response, as Execute's (a user-code error is a response too).
+     *
+     * @generated from field: ldbox.runner.v1.ExecuteResponse response = 2;
+     */
+    value: ExecuteResponse;
+    case: "response";
+  } | {
+    /**
+     * The status Execute would have failed with (never OK).
+     *
+     * @generated from field: ldbox.runner.v1.CallStatus status = 3;
+     */
+    value: CallStatus;
+    case: "status";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message ldbox.runner.v1.ExecuteStreamResponse.
+ * Use `create(ExecuteStreamResponseSchema)` to create a new message.
+ */
+export const ExecuteStreamResponseSchema: GenMessage<ExecuteStreamResponse> = /*@__PURE__*/
+  messageDesc(file_ldbox_runner_v1_runner, 9);
+
+/**
+ * CallStatus is the gRPC status of one call of a stream.
+ *
+ * @generated from message ldbox.runner.v1.CallStatus
+ */
+export type CallStatus = Message<"ldbox.runner.v1.CallStatus"> & {
+  /**
+   * A gRPC status code (google.rpc.Code), e.g. 3 for INVALID_ARGUMENT.
+   *
+   * @generated from field: int32 code = 1;
+   */
+  code: number;
+
+  /**
+   * What went wrong, for people.
+   *
+   * @generated from field: string message = 2;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message ldbox.runner.v1.CallStatus.
+ * Use `create(CallStatusSchema)` to create a new message.
+ */
+export const CallStatusSchema: GenMessage<CallStatus> = /*@__PURE__*/
+  messageDesc(file_ldbox_runner_v1_runner, 10);
+
+/**
  * GetPoolStatusRequest takes no parameters.
  *
  * @generated from message ldbox.runner.v1.GetPoolStatusRequest
@@ -372,7 +487,7 @@ export type GetPoolStatusRequest = Message<"ldbox.runner.v1.GetPoolStatusRequest
  * Use `create(GetPoolStatusRequestSchema)` to create a new message.
  */
 export const GetPoolStatusRequestSchema: GenMessage<GetPoolStatusRequest> = /*@__PURE__*/
-  messageDesc(file_ldbox_runner_v1_runner, 8);
+  messageDesc(file_ldbox_runner_v1_runner, 11);
 
 /**
  * LatencyPercentiles summarises Execute latency (queue + run) over the recent window, in milliseconds.
@@ -421,7 +536,7 @@ export type LatencyPercentiles = Message<"ldbox.runner.v1.LatencyPercentiles"> &
  * Use `create(LatencyPercentilesSchema)` to create a new message.
  */
 export const LatencyPercentilesSchema: GenMessage<LatencyPercentiles> = /*@__PURE__*/
-  messageDesc(file_ldbox_runner_v1_runner, 9);
+  messageDesc(file_ldbox_runner_v1_runner, 12);
 
 /**
  * GetPoolStatusResponse is a snapshot of the pool.
@@ -498,7 +613,7 @@ export type GetPoolStatusResponse = Message<"ldbox.runner.v1.GetPoolStatusRespon
  * Use `create(GetPoolStatusResponseSchema)` to create a new message.
  */
 export const GetPoolStatusResponseSchema: GenMessage<GetPoolStatusResponse> = /*@__PURE__*/
-  messageDesc(file_ldbox_runner_v1_runner, 10);
+  messageDesc(file_ldbox_runner_v1_runner, 13);
 
 /**
  * ResultKind selects how the value returned by the code is checked and delivered.
@@ -654,6 +769,23 @@ export const RunnerService: GenService<{
     methodKind: "unary";
     input: typeof ExecuteRequestSchema;
     output: typeof ExecuteResponseSchema;
+  },
+  /**
+   * ExecuteStream carries many Execute calls on one long-lived stream, for a client that makes many calls
+   * (the executor): a call costs one message each way instead of an HTTP/2 stream of its own. Each request
+   * message starts a call or cancels one; each call gets exactly one answer, as it ends, in any order,
+   * naming the call. A call's failure is an answer with `status` (the status Execute would have ended
+   * with); the stream itself ends with UNAUTHENTICATED (at once), INVALID_ARGUMENT or INTERNAL (a message
+   * it cannot read), RESOURCE_EXHAUSTED (a message over the size limit), OK (the client half-closed and
+   * every call was answered) or UNAVAILABLE (the runner is shutting down: its calls in flight are answered
+   * first; open a new stream, elsewhere). Served over binary gRPC (application/grpc) only.
+   *
+   * @generated from rpc ldbox.runner.v1.RunnerService.ExecuteStream
+   */
+  executeStream: {
+    methodKind: "bidi_streaming";
+    input: typeof ExecuteStreamRequestSchema;
+    output: typeof ExecuteStreamResponseSchema;
   },
   /**
    * GetPoolStatus reports the worker pool's size, load and latency.

@@ -1,0 +1,249 @@
+/**
+ * The executor's side of `RunnerService.ExecuteStream` (runner.proto): its Execute calls to one runner
+ * travel as messages on one long-lived gRPC stream instead of an HTTP/2 stream each, which cost the
+ * executor's and the runner's main threads ~120 µs of CPU per call (runner/server/execute-stream.ts).
+ *
+ * The contract of a call is {@link GrpcUnaryClient.call}'s: it resolves with the ExecuteResponse's bytes or
+ * rejects with a ConnectError — the call's own status (its answer), DEADLINE_EXCEEDED on the local timer,
+ * CANCELED on the signal (both also tell the runner, which stops the call), UNAVAILABLE when the stream or
+ * its connection fails (the calls on it fail together, as the calls of a dropped connection do).
+ *
+ * - One stream per runner, opened on the first call and again after it ends; it shares the runner's HTTP/2
+ *   session (and its pings, idle timeout and TLS) with the unary client.
+ * - A runner that does not serve ExecuteStream (an older version: UNIMPLEMENTED, or HTTP 404) is marked
+ *   {@link unsupported}; the calls it refused reject with {@link StreamUnsupportedError}, and
+ *   runner-clients.ts sends them, and every later call, as unary Execute.
+ * - Call ids count up (wrapping at 2^32, skipping 0); messages written in one turn of the event loop leave
+ *   in one write.
+ */
+import http2 from 'node:http2';
+import { Code, ConnectError } from '@connectrpc/connect';
+import { RunnerService } from '../gen/ldbox/runner/v1/runner_pb.js';
+import { decodeStreamResponse, encodeStreamCall, encodeStreamCancel, GrpcMessageReader, StreamWireError } from '../protobuf/execute-stream-wire.js';
+import { codeOf, fromSystemError, type GrpcUnaryClient, grpcStatusError } from './grpc-unary-client.js';
+
+/** `/ldbox.runner.v1.RunnerService/ExecuteStream`. */
+const EXECUTE_STREAM_PATH = `/${RunnerService.typeName}/${RunnerService.method.executeStream.name}`;
+
+/** The runner does not serve ExecuteStream: send the call as unary Execute (it was not run). */
+export class StreamUnsupportedError extends Error {
+  override readonly name = 'StreamUnsupportedError';
+}
+
+interface PendingCall {
+  resolve: (response: Uint8Array) => void;
+  reject: (err: Error) => void;
+}
+
+export interface ExecuteStreamClientOptions {
+  /** Headers of the stream (authorization). */
+  headers: Record<string, string>;
+  /** The largest response accepted; a larger answer fails the stream. */
+  readMaxBytes: number;
+}
+
+export class ExecuteStreamClient {
+  #stream: OpenStream | undefined;
+  #nextId = 1;
+  #unsupported = false;
+
+  constructor(
+    private readonly connection: GrpcUnaryClient,
+    private readonly opts: ExecuteStreamClientOptions,
+  ) {
+    // An idle connection closes; its stream must end first, or the session would wait for it.
+    connection.onIdle(() => this.#stream?.endIfIdle());
+  }
+
+  /** The runner answered that it does not serve ExecuteStream: use unary Execute. */
+  get unsupported(): boolean {
+    return this.#unsupported;
+  }
+
+  /** Calls Execute with the serialized request on the stream; resolves with the serialized response. */
+  call(request: Uint8Array, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<Uint8Array> {
+    if (opts.signal?.aborted) return Promise.reject(new ConnectError('the call was cancelled', Code.Canceled));
+    let stream: OpenStream;
+    try {
+      stream = this.#open();
+    } catch (err) {
+      return Promise.reject(fromSystemError(err as Error));
+    }
+    const callId = this.#takeId(stream);
+    return new Promise<Uint8Array>((resolve, reject) => {
+      let settled = false;
+      const settle = (): boolean => {
+        if (settled) return false;
+        settled = true;
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', onAbort);
+        this.connection.release();
+        return true;
+      };
+      const giveUp = (err: ConnectError): void => {
+        if (!settle()) return;
+        stream.forget(callId);
+        stream.send(encodeStreamCancel(callId));
+        reject(err);
+      };
+      const onAbort = (): void => giveUp(new ConnectError('the call was cancelled', Code.Canceled));
+      const timer = setTimeout(() => giveUp(new ConnectError(`the call did not finish within ${opts.timeoutMs} ms`, Code.DeadlineExceeded)), opts.timeoutMs);
+      this.connection.hold();
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
+      stream.add(callId, {
+        resolve: (response) => {
+          if (settle()) resolve(response);
+        },
+        reject: (err) => {
+          if (settle()) reject(err);
+        },
+      });
+      // The runner's deadline is the local one rounded up, so the local timer speaks first.
+      stream.send(encodeStreamCall(callId, request, Math.max(1, Math.ceil(opts.timeoutMs))));
+    });
+  }
+
+  /** Ends the stream (calls in flight fail UNAVAILABLE). */
+  close(): void {
+    this.#stream?.fail(new ConnectError('the executor closed its runner connections', Code.Unavailable));
+  }
+
+  #open(): OpenStream {
+    if (this.#stream && !this.#stream.ended) return this.#stream;
+    const session = this.connection.session();
+    const stream = new OpenStream(session, this.opts, (err) => {
+      if (this.#stream === stream) this.#stream = undefined;
+      if (err instanceof StreamUnsupportedError) this.#unsupported = true;
+    });
+    this.#stream = stream;
+    return stream;
+  }
+
+  /** The next call id not in flight on `stream` (ids wrap at 2^32 and skip 0). */
+  #takeId(stream: OpenStream): number {
+    let id = this.#nextId;
+    while (stream.has(id)) id = id === 0xffff_ffff ? 1 : id + 1;
+    this.#nextId = id === 0xffff_ffff ? 1 : id + 1;
+    return id;
+  }
+}
+
+/** One ExecuteStream on the wire and the calls waiting for their answers on it. */
+class OpenStream {
+  readonly #calls = new Map<number, PendingCall>();
+  readonly #stream: http2.ClientHttp2Stream;
+  #pending: Buffer[] = [];
+  #flushScheduled = false;
+  ended = false;
+
+  constructor(
+    session: http2.ClientHttp2Session,
+    opts: ExecuteStreamClientOptions,
+    private readonly onEnded: (err: Error) => void,
+  ) {
+    const stream = (this.#stream = session.request({
+      ':method': 'POST',
+      ':path': EXECUTE_STREAM_PATH,
+      'content-type': 'application/grpc+proto',
+      te: 'trailers',
+      ...opts.headers,
+    }));
+    let headers: http2.IncomingHttpHeaders | undefined;
+    let trailers: http2.IncomingHttpHeaders | undefined;
+    const reader = new GrpcMessageReader(
+      opts.readMaxBytes + 32,
+      (body) => this.#onAnswer(body),
+      (_kind, text) => this.#abort(new ConnectError(`the runner's answer cannot be read: ${text}`, Code.ResourceExhausted)),
+    );
+    stream.on('response', (h) => {
+      headers = h;
+    });
+    stream.on('trailers', (h) => {
+      trailers = h;
+    });
+    stream.on('data', (chunk: Buffer) => reader.push(chunk));
+    stream.on('error', (err: Error & { code?: string }) => this.fail(fromSystemError(err)));
+    stream.on('close', () => {
+      if (this.ended) return;
+      if (headers === undefined) {
+        this.fail(new ConnectError(`the stream closed without an answer (HTTP/2 code ${stream.rstCode})`, Code.Unavailable));
+        return;
+      }
+      const status = grpcStatusError(headers, trailers);
+      if (status?.code === Code.Unimplemented) {
+        this.fail(new StreamUnsupportedError(`the runner does not serve ExecuteStream: ${status.rawMessage}`));
+        return;
+      }
+      // Calls still waiting when the stream ends (OK or not) were not answered: as a dropped connection.
+      const why = status === undefined ? 'the runner ended the stream' : `the runner ended the stream (${Code[status.code]}): ${status.rawMessage}`;
+      this.fail(new ConnectError(why, status?.code === Code.Unauthenticated ? Code.Unauthenticated : Code.Unavailable));
+    });
+  }
+
+  has(callId: number): boolean {
+    return this.#calls.has(callId);
+  }
+
+  add(callId: number, call: PendingCall): void {
+    this.#calls.set(callId, call);
+  }
+
+  forget(callId: number): void {
+    this.#calls.delete(callId);
+  }
+
+  /** Queues a framed message; the messages of one turn of the event loop leave in one write. */
+  send(message: Buffer): void {
+    if (this.ended) return;
+    this.#pending.push(message);
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    setImmediate(() => {
+      this.#flushScheduled = false;
+      const pending = this.#pending;
+      this.#pending = [];
+      if (this.ended || this.#stream.destroyed || this.#stream.closed) return;
+      this.#stream.write(pending.length === 1 ? pending[0]! : Buffer.concat(pending));
+    });
+  }
+
+  /** Half-closes the stream if no call waits on it (the connection idles out). */
+  endIfIdle(): void {
+    if (this.ended || this.#calls.size > 0) return;
+    this.ended = true;
+    this.onEnded(new ConnectError('the connection idled out', Code.Unavailable));
+    this.#stream.end();
+  }
+
+  /** Every call waiting fails with `err`; the stream is done. */
+  fail(err: Error): void {
+    if (this.ended && this.#calls.size === 0) return;
+    this.ended = true;
+    this.onEnded(err);
+    const calls = [...this.#calls.values()];
+    this.#calls.clear();
+    for (const call of calls) call.reject(err);
+  }
+
+  /** Fails every call and resets the stream (an answer that cannot be read: the rest cannot be trusted). */
+  #abort(err: ConnectError): void {
+    this.fail(err);
+    if (!this.#stream.closed) this.#stream.close(http2.constants.NGHTTP2_CANCEL);
+  }
+
+  #onAnswer(body: Uint8Array): void {
+    let m;
+    try {
+      m = decodeStreamResponse(body);
+    } catch (err) {
+      if (!(err instanceof StreamWireError)) throw err;
+      return this.#abort(new ConnectError(`the runner's answer cannot be read: ${err.message}`, Code.Internal));
+    }
+    const call = this.#calls.get(m.callId);
+    if (call === undefined) return; // given up here (deadline, cancel): its answer is not wanted
+    this.#calls.delete(m.callId);
+    if (m.response !== undefined) call.resolve(m.response);
+    else if (m.status !== undefined && m.status.code !== 0) call.reject(new ConnectError(m.status.message, codeOf(m.status.code)));
+    else call.reject(new ConnectError('the runner answered the call with neither a response nor a status', Code.Internal));
+  }
+}
