@@ -18,7 +18,7 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import { create, type JsonObject, type JsonValue, type MessageInitShape, toBinary } from '@bufbuild/protobuf';
 import { GrpcUnaryClient } from './grpc-unary-client.js';
 import { ExecuteStreamClient, StreamUnsupportedError } from './execute-stream-client.js';
-import { type ExecuteRequest, ExecuteRequestSchema, type ExecuteResponse, RunnerService } from '../gen/ldbox/runner/v1/runner_pb.js';
+import { ExecuteRequestSchema, type ExecuteResponse, RunnerService } from '../gen/ldbox/runner/v1/runner_pb.js';
 import type { RunnerClientTls } from './executor-config.js';
 import { readExecuteResponseBytes, withStructBytes } from './runner-wire.js';
 
