@@ -33,7 +33,17 @@ export class StreamUnsupportedError extends Error {
 interface PendingCall {
   resolve: (response: Uint8Array) => void;
   reject: (err: Error) => void;
+  /** The framed call, kept until it is sent. */
+  message: Buffer | undefined;
+  /** Sent to the runner (else it waits here for room: see {@link OpenStream}). */
+  sent: boolean;
 }
+
+/**
+ * Calls in flight on a stream when the runner's SETTINGS set no SETTINGS_MAX_CONCURRENT_STREAMS (ldbox's
+ * runners always do): RFC 9113's recommended least value.
+ */
+const IN_FLIGHT_UNLIMITED = 100;
 
 export interface ExecuteStreamClientOptions {
   /** Headers of the stream (authorization). */
@@ -82,24 +92,24 @@ export class ExecuteStreamClient {
       };
       const giveUp = (err: ConnectError): void => {
         if (!settle()) return;
-        stream.forget(callId);
-        stream.send(encodeStreamCancel(callId));
+        stream.giveUp(callId);
         reject(err);
       };
       const onAbort = (): void => giveUp(new ConnectError('the call was cancelled', Code.Canceled));
       const timer = setTimeout(() => giveUp(new ConnectError(`the call did not finish within ${opts.timeoutMs} ms`, Code.DeadlineExceeded)), opts.timeoutMs);
       this.connection.hold();
       opts.signal?.addEventListener('abort', onAbort, { once: true });
-      stream.add(callId, {
+      stream.start(callId, {
         resolve: (response) => {
           if (settle()) resolve(response);
         },
         reject: (err) => {
           if (settle()) reject(err);
         },
+        // The runner's deadline is the local one rounded up, so the local timer speaks first.
+        message: encodeStreamCall(callId, request, Math.max(1, Math.ceil(opts.timeoutMs))),
+        sent: false,
       });
-      // The runner's deadline is the local one rounded up, so the local timer speaks first.
-      stream.send(encodeStreamCall(callId, request, Math.max(1, Math.ceil(opts.timeoutMs))));
     });
   }
 
@@ -128,10 +138,18 @@ export class ExecuteStreamClient {
   }
 }
 
-/** One ExecuteStream on the wire and the calls waiting for their answers on it. */
+/**
+ * One ExecuteStream on the wire and the calls waiting for their answers on it. At most as many calls are in
+ * flight as the runner takes on one stream — its SETTINGS_MAX_CONCURRENT_STREAMS, the number of unary calls
+ * the connection would carry — and the rest wait here in order, as unary calls wait for a free HTTP/2
+ * stream; beyond it the runner would answer RESOURCE_EXHAUSTED.
+ */
 class OpenStream {
   readonly #calls = new Map<number, PendingCall>();
+  readonly #waiting: number[] = [];
   readonly #stream: http2.ClientHttp2Stream;
+  #inFlight = 0;
+  #limit: number;
   #pending: Buffer[] = [];
   #flushScheduled = false;
   ended = false;
@@ -141,6 +159,8 @@ class OpenStream {
     opts: ExecuteStreamClientOptions,
     private readonly onEnded: (err: Error) => void,
   ) {
+    this.#limit = inFlightLimit(session.remoteSettings);
+    session.on('remoteSettings', this.#onSettings);
     const stream = (this.#stream = session.request({
       ':method': 'POST',
       ':path': EXECUTE_STREAM_PATH,
@@ -148,6 +168,7 @@ class OpenStream {
       te: 'trailers',
       ...opts.headers,
     }));
+    stream.once('close', () => session.off('remoteSettings', this.#onSettings));
     let headers: http2.IncomingHttpHeaders | undefined;
     let trailers: http2.IncomingHttpHeaders | undefined;
     const reader = new GrpcMessageReader(
@@ -184,16 +205,44 @@ class OpenStream {
     return this.#calls.has(callId);
   }
 
-  add(callId: number, call: PendingCall): void {
+  /** Starts a call: sent now if the runner has room for it, else once an earlier call is answered. */
+  start(callId: number, call: PendingCall): void {
     this.#calls.set(callId, call);
+    this.#waiting.push(callId);
+    this.#pump();
   }
 
-  forget(callId: number): void {
+  /** Forgets a call given up here; the runner is told to stop it if it has it. */
+  giveUp(callId: number): void {
+    const call = this.#calls.get(callId);
+    if (call === undefined) return;
     this.#calls.delete(callId);
+    if (!call.sent) return; // still waiting here: #pump skips it
+    this.#send(encodeStreamCancel(callId));
+    this.#inFlight--;
+    this.#pump();
+  }
+
+  readonly #onSettings = (settings: http2.Settings): void => {
+    this.#limit = inFlightLimit(settings);
+    this.#pump();
+  };
+
+  /** Sends waiting calls while the runner has room. */
+  #pump(): void {
+    while (this.#inFlight < this.#limit && this.#waiting.length > 0) {
+      const callId = this.#waiting.shift()!;
+      const call = this.#calls.get(callId);
+      if (call === undefined || call.sent) continue;
+      call.sent = true;
+      this.#inFlight++;
+      this.#send(call.message!);
+      call.message = undefined;
+    }
   }
 
   /** Queues a framed message; the messages of one turn of the event loop leave in one write. */
-  send(message: Buffer): void {
+  #send(message: Buffer): void {
     if (this.ended) return;
     this.#pending.push(message);
     if (this.#flushScheduled) return;
@@ -240,10 +289,22 @@ class OpenStream {
       return this.#abort(new ConnectError(`the runner's answer cannot be read: ${err.message}`, Code.Internal));
     }
     const call = this.#calls.get(m.callId);
-    if (call === undefined) return; // given up here (deadline, cancel): its answer is not wanted
+    if (call === undefined || !call.sent) return; // given up here (deadline, cancel): its answer is not wanted
     this.#calls.delete(m.callId);
+    this.#inFlight--;
+    this.#pump();
     if (m.response !== undefined) call.resolve(m.response);
     else if (m.status !== undefined && m.status.code !== 0) call.reject(new ConnectError(m.status.message, codeOf(m.status.code)));
     else call.reject(new ConnectError('the runner answered the call with neither a response nor a status', Code.Internal));
   }
+}
+
+/**
+ * The calls a stream may have in flight by the runner's settings: none until they arrive (with the
+ * runner's first frame, right after the connection opens), so that a first burst of calls is not refused.
+ */
+function inFlightLimit(settings: http2.Settings): number {
+  const advertised = settings.maxConcurrentStreams;
+  if (advertised === undefined) return 0;
+  return advertised >= 0xffff_ffff ? IN_FLIGHT_UNLIMITED : advertised;
 }

@@ -64,6 +64,25 @@ t.test('many calls at once on one stream: each gets its own answer', async (t) =
   t.notOk(client.unsupported);
 });
 
+t.test('no more calls in flight than the runner takes on one stream: the rest wait, none is refused', async (t) => {
+  const narrow = await startTestRunner({ LDBOX_RUNNER_TOKEN: TOKEN, LDBOX_MAX_STREAMS_PER_CONNECTION: '4' });
+  t.teardown(() => narrow.close());
+  const conn = connection(narrow.url);
+  const client = new ExecuteStreamClient(conn, { headers: auth, readMaxBytes: 1 << 20 });
+  t.teardown(() => {
+    client.close();
+    conn.close();
+  });
+  // Sent at once, before the runner's SETTINGS (4 streams) have arrived: 12 calls that each wait.
+  const answers = await Promise.all(
+    Array.from({ length: 12 }, (_, i) => client.call(encoded(`await ld.wait(100); return ${i}`, `n-${i}`), { timeoutMs: 30_000 })),
+  );
+  t.same(
+    answers.map((b) => fromBinary(ExecuteResponseSchema, b).result?.kind.value),
+    Array.from({ length: 12 }, (_, i) => i),
+  );
+});
+
 t.test('a local deadline and an abort reject the call and stop it in the runner', async (t) => {
   const conn = connection(runner.url);
   const client = new ExecuteStreamClient(conn, { headers: auth, readMaxBytes: 1 << 20 });
