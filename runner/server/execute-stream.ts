@@ -57,6 +57,8 @@ export const DRAINING_MESSAGE = 'the runner is shutting down: try another runner
 /** One open ExecuteStream; {@link drain} is called when the runner starts shutting down. */
 export interface OpenExecuteStream {
   drain(): void;
+  /** Resolves once the stream is gone (its last answers and status written, or it was reset). */
+  readonly closed: Promise<void>;
 }
 
 /**
@@ -93,6 +95,7 @@ function endTrailersOnly(stream: http2.ServerHttp2Stream, code: Code, message: s
 }
 
 class ExecuteStream implements OpenExecuteStream {
+  readonly closed: Promise<void>;
   readonly #calls = new Map<number, StreamCall>();
   readonly #reader: GrpcMessageReader;
   #pending: Buffer[] = [];
@@ -106,6 +109,7 @@ class ExecuteStream implements OpenExecuteStream {
     private readonly headers: IncomingHttpHeaders,
     private readonly options: ExecuteStreamOptions,
   ) {
+    this.closed = new Promise((resolve) => stream.once('close', () => resolve()));
     stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
     // The envelope around a request: a call id, a timeout, tags and lengths (runner.proto).
     this.#reader = new GrpcMessageReader(
@@ -213,10 +217,17 @@ class ExecuteStream implements OpenExecuteStream {
     stream.pause();
     const trailers: http2.OutgoingHttpHeaders = { 'grpc-status': String(code) };
     if (message) trailers['grpc-message'] = encodeGrpcMessage(message);
-    stream.once('wantTrailers', () => stream.sendTrailers(trailers));
+    // The client may still be sending: it is told to stop (RFC 9113 §8.1) once the answer is out, trailers
+    // included. Not on 'finish': it comes before nghttp2 asks for the trailers, and a RST_STREAM submitted
+    // then drops them (the client saw the stream reset with no grpc-status). Nor inside 'wantTrailers',
+    // which runs within nghttp2's send loop, where the RST_STREAM would still go out ahead of the
+    // trailers: on the next turn, once they are out.
+    const resetAfter = !this.#clientDone;
+    stream.once('wantTrailers', () => {
+      stream.sendTrailers(trailers);
+      if (resetAfter) setImmediate(() => stream.close(http2.constants.NGHTTP2_NO_ERROR));
+    });
     stream.end(pending.length === 0 ? undefined : Buffer.concat(pending));
-    // The client may still be sending: it is told to stop (RFC 9113 §8.1) once the answer is out.
-    if (!this.#clientDone) stream.once('finish', () => stream.close(http2.constants.NGHTTP2_NO_ERROR));
   }
 }
 

@@ -269,6 +269,9 @@ class RunnerRole extends RoleLifecycle implements RunnerServer {
     // connections, which cancels the calls still running (their signals abort).
     this.#poolClosed = this.pool.close(grace.timeoutMs);
     await Promise.race([this.#poolClosed, aborted(grace.signal)]);
+    // The last answers of an ExecuteStream leave a turn after their calls end, then its status: wait for them
+    // before release() destroys the connections.
+    await Promise.race([Promise.all([...this.#executeStreams].map((s) => s.closed)), aborted(grace.signal)]);
   }
 
   protected async release(): Promise<void> {
