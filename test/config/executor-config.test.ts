@@ -25,6 +25,7 @@ t.test('defaults', async (t) => {
     runnerUrls: ['http://127.0.0.1:50051'],
     runnerToken: undefined,
     runnerTls: { ca: undefined, cert: undefined, key: undefined },
+    runnerCalls: 'stream',
     concurrency: 16,
     ackWaitMs: 30_000,
     maxAttempts: 5,
@@ -49,6 +50,7 @@ t.test('every variable', async (t) => {
     NATS_URL: 'nats://nats.internal:4223',
     LDBOX_RUNNER_URLS: 'http://runner-a:50051,http://runner-b:50052',
     LDBOX_RUNNER_TOKEN: 'runner-token-0123456789',
+    LDBOX_RUNNER_CALLS: 'unary',
     LDBOX_EXECUTOR_CONCURRENCY: '64',
     LDBOX_EXECUTOR_ACK_WAIT_MS: '5000',
     LDBOX_EXECUTOR_MAX_ATTEMPTS: '3',
@@ -61,6 +63,7 @@ t.test('every variable', async (t) => {
     runnerUrls: ['http://runner-a:50051', 'http://runner-b:50052'],
     runnerToken: 'runner-token-0123456789',
     runnerTls: { ca: undefined, cert: undefined, key: undefined },
+    runnerCalls: 'unary',
     concurrency: 64,
     ackWaitMs: 5000,
     maxAttempts: 3,
@@ -100,6 +103,8 @@ t.test('LDBOX_RUNNER_URLS: a comma-separated list, blanks ignored, trailing slas
 });
 
 t.test('exact messages', async (t) => {
+  t.equal(configError({ LDBOX_RUNNER_CALLS: 'grpc' }), 'LDBOX_RUNNER_CALLS must be one of stream, unary, got "grpc"');
+  t.equal(configError({ LDBOX_RUNNER_CALLS: 'Stream' }), 'LDBOX_RUNNER_CALLS must be one of stream, unary, got "Stream"');
   // Whole numbers.
   t.equal(configError({ LDBOX_EXECUTOR_PORT: 'abc' }), 'LDBOX_EXECUTOR_PORT must be a whole number from 0 to 65535, got "abc"');
   t.equal(configError({ LDBOX_EXECUTOR_PORT: '80.5' }), 'LDBOX_EXECUTOR_PORT must be a whole number from 0 to 65535, got "80.5"');
