@@ -141,8 +141,11 @@ class FieldReader {
   at = 0;
   constructor(readonly bytes: Uint8Array) {}
 
-  get done(): boolean {
-    return this.at >= this.bytes.length;
+  /** The next field's number and wire type (its tag), or undefined at the end of the message. */
+  nextField(): { field: number; wireType: number } | undefined {
+    if (this.at >= this.bytes.length) return undefined;
+    const tag = this.varint();
+    return { field: Math.floor(tag / 8), wireType: tag & 7 };
   }
 
   /** A varint of at most 53 bits (larger ones are refused: no field here holds one). */
@@ -191,10 +194,8 @@ function expectWireType(wireType: number, want: number, field: string): void {
 export function decodeStreamRequest(body: Uint8Array): StreamRequestMessage {
   const r = new FieldReader(body);
   const m: StreamRequestMessage = { callId: 0, request: undefined, timeoutMs: 0, cancel: false };
-  while (!r.done) {
-    const tag = r.varint();
-    const field = Math.floor(tag / 8);
-    const wireType = tag & 7;
+  for (let next = r.nextField(); next !== undefined; next = r.nextField()) {
+    const { field, wireType } = next;
     if (field === 1) {
       expectWireType(wireType, 0, 'call_id');
       m.callId = low32(r.varint());
@@ -217,10 +218,8 @@ export function decodeStreamRequest(body: Uint8Array): StreamRequestMessage {
 export function decodeStreamResponse(body: Uint8Array): StreamResponseMessage {
   const r = new FieldReader(body);
   const m: StreamResponseMessage = { callId: 0 };
-  while (!r.done) {
-    const tag = r.varint();
-    const field = Math.floor(tag / 8);
-    const wireType = tag & 7;
+  for (let next = r.nextField(); next !== undefined; next = r.nextField()) {
+    const { field, wireType } = next;
     if (field === 1) {
       expectWireType(wireType, 0, 'call_id');
       m.callId = low32(r.varint());
@@ -243,10 +242,8 @@ function decodeStatus(body: Uint8Array): { code: number; message: string } {
   const r = new FieldReader(body);
   let code = 0;
   let message = '';
-  while (!r.done) {
-    const tag = r.varint();
-    const field = Math.floor(tag / 8);
-    const wireType = tag & 7;
+  for (let next = r.nextField(); next !== undefined; next = r.nextField()) {
+    const { field, wireType } = next;
     if (field === 1) {
       expectWireType(wireType, 0, 'code');
       code = low32(r.varint()) | 0;
