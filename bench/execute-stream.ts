@@ -12,12 +12,12 @@
  * The client and the runner share this machine's cores, as an executor and a runner on one host do.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { ExecuteRequestSchema, RunnerService } from '../src/gen/ldbox/runner/v1/runner_pb.js';
 import { ExecuteStreamClient } from '../src/executor/execute-stream-client.js';
 import { GrpcUnaryClient } from '../src/executor/grpc-unary-client.js';
 import { anyFreePort } from '../src/net/local-ports.js';
+import { procCpuMicros } from './lib/webhook-nats.js';
 
 const SCALE = Number(process.env.BENCH_SCALE ?? '1') > 0 ? Number(process.env.BENCH_SCALE ?? '1') : 1;
 const ROUND_CALLS = Math.max(500, Math.round(15_000 * SCALE));
@@ -30,13 +30,6 @@ interface Round {
   perSec: number;
   runnerUs: number;
   clientUs: number;
-}
-
-/** CPU time of process `pid` so far, µs (/proc, clock ticks of 10 ms). */
-function processCpuUs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -81,7 +74,7 @@ async function main(): Promise<void> {
     console.log(`bench:execute-stream — \`return 1\`, ${IN_FLIGHT} in flight, ${ROUNDS} rounds of ${ROUND_CALLS} calls per mode, alternating`);
     for (let r = 0; r < ROUNDS; r++) {
       for (const mode of r % 2 === 0 ? (['unary', 'stream'] as const) : (['stream', 'unary'] as const)) {
-        const runner0 = processCpuUs(runner.pid!);
+        const runner0 = procCpuMicros(runner.pid!);
         const client0 = process.cpuUsage();
         const t0 = performance.now();
         await load(mode, ROUND_CALLS);
@@ -89,7 +82,7 @@ async function main(): Promise<void> {
         const client = process.cpuUsage(client0);
         const round = {
           perSec: (ROUND_CALLS / ms) * 1000,
-          runnerUs: (processCpuUs(runner.pid!) - runner0) / ROUND_CALLS,
+          runnerUs: (procCpuMicros(runner.pid!) - runner0) / ROUND_CALLS,
           clientUs: (client.user + client.system) / ROUND_CALLS,
         };
         rounds[mode].push(round);

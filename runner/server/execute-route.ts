@@ -28,6 +28,11 @@ export interface ExecuteWireForm {
   timeout: ParsedTimeout;
 }
 
+/** The largest Execute request message: code + input + auth, and room for the rest. */
+export function maxExecuteRequestBytes(config: Pick<RunnerConfig, 'maxCodeBytes' | 'maxInputBytes'>): number {
+  return config.maxCodeBytes + 2 * config.maxInputBytes + 64 * 1024;
+}
+
 /** The message connect-node and grpc-js send for a passed deadline. */
 const DEADLINE_MESSAGE = 'the operation timed out';
 
@@ -41,8 +46,7 @@ const DEADLINE_MESSAGE = 'the operation timed out';
  */
 export function createExecuteRoute(options: ExecuteRouteOptions): (call: UnaryCall, headers: IncomingHttpHeaders, form: ExecuteWireForm) => void {
   const { pool, config, metrics, log, tokenCheck } = options;
-  // As connect-node's readMaxBytes (runner-server.ts): a request holds code + input + auth.
-  const maxRequestBytes = config.maxCodeBytes + 2 * config.maxInputBytes + 64 * 1024;
+  const maxRequestBytes = maxExecuteRequestBytes(config);
 
   return (call, headers, form) => {
     const started = performance.now();

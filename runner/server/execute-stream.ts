@@ -34,6 +34,7 @@ import { UNAUTHENTICATED_MESSAGE, type TokenCheck } from './bearer-auth.js';
 import { MAX_TIMER_MS } from './call-deadline.js';
 import type { ExecuteWireForm } from './execute-route.js';
 import { encodeGrpcMessage } from './grpc-message-encoding.js';
+import { GrpcUnaryCall } from './grpc-unary-call.js';
 import type { CallRefusal, UnaryCall } from './unary-call.js';
 
 /** Answers not yet taken by the client, in bytes, above which no new calls are read. */
@@ -71,27 +72,16 @@ export function serveExecuteStream(
   options: ExecuteStreamOptions,
   onClosed: (s: OpenExecuteStream) => void,
 ): OpenExecuteStream | undefined {
-  // A stream error (a reset with an error code) is an 'error' event: unhandled, it would end the process.
-  stream.on('error', () => {});
   if (options.tokenCheck && !options.tokenCheck(headers.authorization)) {
-    endTrailersOnly(stream, Code.Unauthenticated, UNAUTHENTICATED_MESSAGE);
+    // Answered as a unary call would be: Trailers-Only, nothing read.
+    new GrpcUnaryCall(stream).fail(Code.Unauthenticated, UNAUTHENTICATED_MESSAGE);
     return undefined;
   }
+  // A stream error (a reset with an error code) is an 'error' event: unhandled, it would end the process.
+  stream.on('error', () => {});
   const served = new ExecuteStream(stream, headers, options);
-  stream.once('close', () => {
-    served.abandonAll();
-    onClosed(served);
-  });
+  void served.closed.then(() => onClosed(served));
   return served;
-}
-
-function endTrailersOnly(stream: http2.ServerHttp2Stream, code: Code, message: string): void {
-  if (stream.destroyed || stream.closed) return;
-  stream.respond(
-    { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': encodeGrpcMessage(message) },
-    { endStream: true },
-  );
-  if (!stream.endAfterHeaders) stream.close(http2.constants.NGHTTP2_NO_ERROR);
 }
 
 class ExecuteStream implements OpenExecuteStream {
@@ -109,7 +99,14 @@ class ExecuteStream implements OpenExecuteStream {
     private readonly headers: IncomingHttpHeaders,
     private readonly options: ExecuteStreamOptions,
   ) {
-    this.closed = new Promise((resolve) => stream.once('close', () => resolve()));
+    // Gone (ended, reset or its connection lost): every call still in flight is cancelled in the pool.
+    this.closed = new Promise((resolve) =>
+      stream.once('close', () => {
+        this.#ended = true;
+        this.#abandonCalls();
+        resolve();
+      }),
+    );
     stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
     // The envelope around a request: a call id, a timeout, tags and lengths (runner.proto).
     this.#reader = new GrpcMessageReader(
@@ -136,9 +133,8 @@ class ExecuteStream implements OpenExecuteStream {
     this.#endIfIdle();
   }
 
-  /** The stream is gone: every call still in flight is cancelled in the pool. */
-  abandonAll(): void {
-    this.#ended = true;
+  /** Every call still in flight will not be answered: the route cancels each in the pool. */
+  #abandonCalls(): void {
     const calls = [...this.#calls.values()];
     this.#calls.clear();
     for (const call of calls) call.abandon();
@@ -210,9 +206,7 @@ class ExecuteStream implements OpenExecuteStream {
     const stream = this.stream;
     const pending = this.#pending;
     this.#pending = [];
-    const calls = [...this.#calls.values()];
-    this.#calls.clear();
-    for (const call of calls) call.abandon();
+    this.#abandonCalls();
     if (stream.destroyed || stream.closed) return;
     stream.pause();
     const trailers: http2.OutgoingHttpHeaders = { 'grpc-status': String(code) };

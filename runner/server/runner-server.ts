@@ -16,7 +16,7 @@ import { http1ServerOptions, http2ServerSettings, limitHttp2Server } from '../..
 import { createOpsRoutes } from '../../src/http/ops-routes.js';
 import { createDualProtocolListener, type DualProtocolListener } from './dual-protocol-listener.js';
 import { connectUnaryEncoding, isPlainGrpcExecute, isPlainGrpcExecuteStream } from './execute-paths.js';
-import { createExecuteRoute } from './execute-route.js';
+import { createExecuteRoute, maxExecuteRequestBytes } from './execute-route.js';
 import { type OpenExecuteStream, serveExecuteStream } from './execute-stream.js';
 import { GrpcUnaryCall } from './grpc-unary-call.js';
 import { claimStreamsFirst } from './stream-router.js';
@@ -104,7 +104,7 @@ class RunnerRole extends RoleLifecycle implements RunnerServer {
       grpcWeb: true,
       connect: true,
       // A request holds code + input + auth; a response the result plus logs.
-      readMaxBytes: config.maxCodeBytes + 2 * config.maxInputBytes + 64 * 1024,
+      readMaxBytes: maxExecuteRequestBytes(config),
       writeMaxBytes: maxResponseBytes,
       // Metrics first: calls the token check refuses are counted as `rejected`.
       interceptors: [metrics.interceptor, ...(config.token ? [bearerAuth(config.token, open)] : [])],
@@ -120,7 +120,7 @@ class RunnerRole extends RoleLifecycle implements RunnerServer {
     const streamOptions = {
       route: execute,
       tokenCheck,
-      maxRequestBytes: config.maxCodeBytes + 2 * config.maxInputBytes + 64 * 1024,
+      maxRequestBytes: maxExecuteRequestBytes(config),
       // As many calls as the connection could carry as unary Execute streams (SETTINGS_MAX_CONCURRENT_STREAMS).
       maxCallsInFlight: config.http.maxStreamsPerConnection,
     };

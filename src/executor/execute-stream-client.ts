@@ -81,24 +81,11 @@ export class ExecuteStreamClient {
     }
     const callId = this.#takeId(stream);
     return new Promise<Uint8Array>((resolve, reject) => {
-      let settled = false;
-      const settle = (): boolean => {
-        if (settled) return false;
-        settled = true;
-        clearTimeout(timer);
-        opts.signal?.removeEventListener('abort', onAbort);
-        this.connection.release();
-        return true;
-      };
-      const giveUp = (err: ConnectError): void => {
+      const { settle } = this.connection.track(opts, (err) => {
         if (!settle()) return;
         stream.giveUp(callId);
         reject(err);
-      };
-      const onAbort = (): void => giveUp(new ConnectError('the call was cancelled', Code.Canceled));
-      const timer = setTimeout(() => giveUp(new ConnectError(`the call did not finish within ${opts.timeoutMs} ms`, Code.DeadlineExceeded)), opts.timeoutMs);
-      this.connection.hold();
-      opts.signal?.addEventListener('abort', onAbort, { once: true });
+      });
       stream.start(callId, {
         resolve: (response) => {
           if (settle()) resolve(response);

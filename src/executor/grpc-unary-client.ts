@@ -94,6 +94,13 @@ function grpcTimeout(ms: number): string {
   return whole <= 99_999_999 ? `${whole}m` : `${Math.min(99_999_999, Math.ceil(whole / 1000))}S`;
 }
 
+/** A call as {@link GrpcUnaryClient.track} follows it. */
+export interface TrackedCall {
+  readonly settled: boolean;
+  /** Ends the bookkeeping; false when the call was already settled. */
+  settle(): boolean;
+}
+
 export class GrpcUnaryClient {
   #session: http2.ClientHttp2Session | undefined;
   #active = 0;
@@ -115,14 +122,9 @@ export class GrpcUnaryClient {
       return Promise.reject(fromSystemError(err as Error));
     }
     return new Promise<Uint8Array>((resolve, reject) => {
-      let settled = false;
       let stream: http2.ClientHttp2Stream;
       const finish = (err: ConnectError | undefined, value?: Uint8Array) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        opts.signal?.removeEventListener('abort', onAbort);
-        this.release();
+        if (!tracked.settle()) return;
         if (err) reject(err);
         else resolve(value!);
       };
@@ -130,9 +132,7 @@ export class GrpcUnaryClient {
         if (!stream.closed) stream.close(NGHTTP2_CANCEL);
         finish(err);
       };
-      const onAbort = () => cancel(new ConnectError('the call was cancelled', Code.Canceled));
-      const timer = setTimeout(() => cancel(new ConnectError(`the call did not finish within ${opts.timeoutMs} ms`, Code.DeadlineExceeded)), opts.timeoutMs);
-      this.hold();
+      const tracked = this.track(opts, cancel);
       try {
         stream = session.request({
           ':method': 'POST',
@@ -147,7 +147,6 @@ export class GrpcUnaryClient {
         finish(fromSystemError(err as Error));
         return;
       }
-      opts.signal?.addEventListener('abort', onAbort, { once: true });
       const frame = Buffer.allocUnsafe(5 + request.length);
       frame[0] = 0;
       frame.writeUInt32BE(request.length, 1);
@@ -174,7 +173,7 @@ export class GrpcUnaryClient {
       });
       stream.on('error', (err: Error & { code?: string }) => finish(fromSystemError(err)));
       stream.on('close', () => {
-        if (settled) return;
+        if (tracked.settled) return;
         if (headers === undefined) {
           finish(new ConnectError(`the stream closed without an answer (HTTP/2 code ${stream.rstCode})`, Code.Unavailable));
           return;
@@ -212,16 +211,31 @@ export class GrpcUnaryClient {
   }
 
   /**
-   * A call in flight on {@link session} (another client of the session, execute-stream-client.ts, counts its
-   * calls here too): pings run while any is, and the session does not idle out. Pair with {@link release}.
+   * The bookkeeping of one call on {@link session}, whoever makes it (here, and execute-stream-client.ts): the
+   * call counts as in flight until settled (pings run, the session does not idle out); after `timeoutMs`
+   * `giveUp` gets DEADLINE_EXCEEDED, when `signal` aborts CANCELED (it stops the call on the wire and
+   * settles). `settle()` is true the first time only.
    */
-  hold(): void {
+  track(opts: { timeoutMs: number; signal?: AbortSignal }, giveUp: (err: ConnectError) => void): TrackedCall {
+    let settled = false;
+    const onAbort = () => giveUp(new ConnectError('the call was cancelled', Code.Canceled));
+    const timer = setTimeout(() => giveUp(new ConnectError(`the call did not finish within ${opts.timeoutMs} ms`, Code.DeadlineExceeded)), opts.timeoutMs);
     this.#active++;
     this.#startPing();
-  }
-
-  release(): void {
-    if (--this.#active === 0) this.#stopPing();
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    return {
+      get settled() {
+        return settled;
+      },
+      settle: () => {
+        if (settled) return false;
+        settled = true;
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', onAbort);
+        if (--this.#active === 0) this.#stopPing();
+        return true;
+      },
+    };
   }
 
   /** `listener` runs when the session idles out with no call in flight (a long-lived stream then ends). */

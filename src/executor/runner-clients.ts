@@ -110,20 +110,19 @@ export class RunnerClients {
    */
   constructor(urls: readonly string[], token: string | undefined, opts: { readMaxBytes?: number; tls?: RunnerClientTls; unaryOnly?: boolean } = {}) {
     if (urls.length === 0) throw new Error('RunnerClients needs at least one runner URL');
+    const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+    // A response holds the result plus logs: 8 MiB + 2 MiB by the runner's defaults.
+    const readMaxBytes = opts.readMaxBytes ?? 64 * 1024 * 1024;
     this.#runners = urls.map((url) => {
       const client = new GrpcUnaryClient(url, {
-        headers: token ? { authorization: `Bearer ${token}` } : {},
-        // A response holds the result plus logs: 8 MiB + 2 MiB by the runner's defaults.
-        readMaxBytes: opts.readMaxBytes ?? 64 * 1024 * 1024,
+        headers,
+        readMaxBytes,
         pingIntervalMs: 10_000,
         idleTimeoutMs: 60_000,
         ...(url.startsWith('https:') ? { tls: secureOptions(opts.tls) } : {}),
       });
       this.#clients.push(client);
-      const stream = new ExecuteStreamClient(client, {
-        headers: token ? { authorization: `Bearer ${token}` } : {},
-        readMaxBytes: opts.readMaxBytes ?? 64 * 1024 * 1024,
-      });
+      const stream = new ExecuteStreamClient(client, { headers, readMaxBytes });
       this.#streams.push(stream);
       const unary: ExecuteFn = (request, o) => client.call(EXECUTE_PATH, request, o);
       // ExecuteStream while the runner serves it; a runner that does not (an older version) gets unary calls.

@@ -16,9 +16,9 @@ export const GRPC_FRAME_HEADER = 5;
 
 const CALL_ID = 0x08; // field 1, varint
 const REQUEST_OR_RESPONSE = 0x12; // field 2, length-delimited
-const TIMEOUT_OR_STATUS = 3; // field 3: varint in a request (timeout_ms), length-delimited in a response (status)
+const TIMEOUT_MS = 0x18; // field 3, varint (in a request)
 const CANCEL = 0x20; // field 4, varint
-const STATUS = 0x1a; // field 3, length-delimited
+const STATUS = 0x1a; // field 3, length-delimited (in a response)
 const STATUS_CODE = 0x08; // CallStatus field 1, varint
 const STATUS_MESSAGE = 0x12; // CallStatus field 2, length-delimited
 
@@ -85,7 +85,7 @@ export function encodeStreamCall(callId: number, request: Uint8Array, timeoutMs:
   out.set(request, at);
   at += request.length;
   if (timeoutMs > 0) {
-    out[at++] = (TIMEOUT_OR_STATUS << 3) | 0;
+    out[at++] = TIMEOUT_MS;
     writeVarint(out, at, timeoutMs);
   }
   return out;
