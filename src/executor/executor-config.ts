@@ -43,6 +43,8 @@ export interface ExecutorConfig {
   ackWaitMs: number;
   /** Attempts of a job before its execution is recorded as failed. */
   maxAttempts: number;
+  /** How long a run's first node runs before its `running` record is written; 0 = at once (run-execution.ts DeferredSave). */
+  runningRecordDelayMs: number;
   /**
    * Deadline of one `Execute` call when the node sets no timeout: the runner's largest timeout plus
    * slack. A node's own `limits.timeoutMs` plus the same slack is used otherwise.
@@ -112,6 +114,14 @@ const S = {
     max: 100,
     meaning: 'attempts of a job before its execution is recorded as failed',
   },
+  runningRecordDelayMs: {
+    kind: 'int',
+    name: 'LDBOX_RUNNING_RECORD_DELAY_MS',
+    fallback: 100,
+    min: 0,
+    max: 60_000,
+    meaning: "ms a run's first node runs before its running record is written (0 = at once; shorter runs write only their final record)",
+  },
   maxTimeoutMs: MAX_TIMEOUT_MS,
 } as const satisfies Record<string, SettingSpec>;
 
@@ -134,6 +144,7 @@ export function loadExecutorConfig(env: Env): ExecutorConfig {
     concurrency: intSetting(env, S.concurrency),
     ackWaitMs: intSetting(env, S.ackWaitMs),
     maxAttempts: intSetting(env, S.maxAttempts),
+    runningRecordDelayMs: intSetting(env, S.runningRecordDelayMs),
     executeDeadlineMs: intSetting(env, S.maxTimeoutMs) + EXECUTE_DEADLINE_SLACK_MS,
     dataKeys: loadDataKeys(env),
     http: loadHttpLimits(env),

@@ -314,6 +314,7 @@ class ExecutorRole extends RoleLifecycle implements Executor {
       runners: this.#runners,
       executeDeadlineMs: this.#config.executeDeadlineMs,
       executeDeadlineSlackMs: EXECUTE_DEADLINE_SLACK_MS,
+      runningRecordDelayMs: this.#config.runningRecordDelayMs,
       maxRecordBytes: () => s.nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD,
       log: this.#log,
       observer: { execute: (seconds, outcome) => this.#metrics.execute(seconds, outcome) },

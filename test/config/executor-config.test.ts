@@ -29,6 +29,7 @@ t.test('defaults', async (t) => {
     concurrency: 16,
     ackWaitMs: 30_000,
     maxAttempts: 5,
+    runningRecordDelayMs: 100,
     executeDeadlineMs: 120_000 + EXECUTE_DEADLINE_SLACK_MS,
     http: { maxConnections: 1024, maxStreamsPerConnection: 128, headersTimeoutMs: 20_000, bodyTimeoutMs: 30_000, idleTimeoutMs: 60_000 },
   });
@@ -54,6 +55,7 @@ t.test('every variable', async (t) => {
     LDBOX_EXECUTOR_CONCURRENCY: '64',
     LDBOX_EXECUTOR_ACK_WAIT_MS: '5000',
     LDBOX_EXECUTOR_MAX_ATTEMPTS: '3',
+    LDBOX_RUNNING_RECORD_DELAY_MS: '250',
     LDBOX_MAX_TIMEOUT_MS: '60000',
   });
   t.strictSame(withoutKeys(c), {
@@ -67,6 +69,7 @@ t.test('every variable', async (t) => {
     concurrency: 64,
     ackWaitMs: 5000,
     maxAttempts: 3,
+    runningRecordDelayMs: 250,
     executeDeadlineMs: 60_000 + EXECUTE_DEADLINE_SLACK_MS,
     http: { maxConnections: 1024, maxStreamsPerConnection: 128, headersTimeoutMs: 20_000, bodyTimeoutMs: 30_000, idleTimeoutMs: 60_000 },
   });
@@ -84,6 +87,8 @@ t.test('every variable', async (t) => {
   t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_ACK_WAIT_MS: '3600000' }).ackWaitMs, 3_600_000);
   t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_MAX_ATTEMPTS: '1' }).maxAttempts, 1);
   t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_MAX_ATTEMPTS: '100' }).maxAttempts, 100);
+  t.equal(loadExecutorConfig({ LDBOX_RUNNING_RECORD_DELAY_MS: '0' }).runningRecordDelayMs, 0, '0: the running record at once');
+  t.equal(loadExecutorConfig({ LDBOX_RUNNING_RECORD_DELAY_MS: '60000' }).runningRecordDelayMs, 60_000);
   t.equal(loadExecutorConfig({ LDBOX_MAX_TIMEOUT_MS: '100' }).executeDeadlineMs, 100 + EXECUTE_DEADLINE_SLACK_MS);
   t.equal(loadExecutorConfig({ LDBOX_MAX_TIMEOUT_MS: '3600000' }).executeDeadlineMs, 3_600_000 + EXECUTE_DEADLINE_SLACK_MS);
   t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_PORT: '65535' }).port, 65535);
@@ -115,6 +120,8 @@ t.test('exact messages', async (t) => {
   t.equal(configError({ LDBOX_EXECUTOR_CONCURRENCY: 'many' }), 'LDBOX_EXECUTOR_CONCURRENCY must be a whole number from 1 to 1024, got "many"');
   t.equal(configError({ LDBOX_EXECUTOR_CONCURRENCY: '0' }), 'LDBOX_EXECUTOR_CONCURRENCY must be from 1 to 1024, got 0');
   t.equal(configError({ LDBOX_EXECUTOR_CONCURRENCY: '1025' }), 'LDBOX_EXECUTOR_CONCURRENCY must be from 1 to 1024, got 1025');
+  t.equal(configError({ LDBOX_RUNNING_RECORD_DELAY_MS: '-1' }), 'LDBOX_RUNNING_RECORD_DELAY_MS must be a whole number from 0 to 60000, got "-1"');
+  t.equal(configError({ LDBOX_RUNNING_RECORD_DELAY_MS: '60001' }), 'LDBOX_RUNNING_RECORD_DELAY_MS must be from 0 to 60000, got 60001');
   t.equal(configError({ LDBOX_EXECUTOR_ACK_WAIT_MS: '30s' }), 'LDBOX_EXECUTOR_ACK_WAIT_MS must be a whole number from 1000 to 3600000, got "30s"');
   t.equal(configError({ LDBOX_EXECUTOR_ACK_WAIT_MS: '999' }), 'LDBOX_EXECUTOR_ACK_WAIT_MS must be from 1000 to 3600000, got 999');
   t.equal(configError({ LDBOX_EXECUTOR_ACK_WAIT_MS: '3600001' }), 'LDBOX_EXECUTOR_ACK_WAIT_MS must be from 1000 to 3600000, got 3600001');

@@ -200,6 +200,8 @@ t.test('SIGKILL mid-node: the job is redelivered and the record is exactly once;
   t.equal(r.status, 202);
   const id: string = r.json.executionId;
   await waitWithLog(child, () => counter.hits('/hit') === 1, 15_000, 'node "call" hit the counter');
+  // The first node's running record is written once the call has run LDBOX_RUNNING_RECORD_DELAY_MS.
+  await waitWithLog(child, async () => (await getExecution(s.base, id)).status === RUNNING, 15_000, 'the running record');
   const running = await getExecution(s.base, id);
   t.equal(running.status, RUNNING, 'the execution is running');
   t.same(
@@ -323,7 +325,9 @@ t.test('SIGKILL during the last attempt: the execution is recorded failed throug
 
   const id: string = (await hook(s.base, wf.id, { body: {} })).json.executionId;
   await waitWithLog(child, () => counter.hits('/hit') === 1, 15_000, 'node "call" hit the counter');
-  t.equal((await getExecution(s.base, id)).status, RUNNING);
+  // The first node's running record is written once the call has run LDBOX_RUNNING_RECORD_DELAY_MS.
+  await waitWithLog(child, async () => (await getExecution(s.base, id)).status === RUNNING, 15_000, 'the running record');
+
   await child.kill();
   counter.release();
 

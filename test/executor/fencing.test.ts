@@ -9,18 +9,31 @@ import pino from 'pino';
 import t, { type Test } from 'tap';
 import { ExecuteResponseSchema } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { ensureKvBuckets } from '../../src/nats/streams.js';
-import { type ExecutionRecord, ExecutionRepository } from '../../src/store/execution-repository.js';
+import { cancelledRecord, type ExecutionRecord, ExecutionRepository, queuedRecord } from '../../src/store/execution-repository.js';
 import { isStaleRecord } from '../../src/store/store-errors.js';
 import type { WorkflowRecord } from '../../src/workflows/workflow-model.js';
 import { jobOf, workflowRecord } from '../helpers/execution-fixtures.js';
 import type { ExecutionDeps } from '../../src/executor/run-execution.js';
-import { runExecution } from '../../src/executor/run-execution.js';
+import { ExecutionCancelledError, runExecution } from '../../src/executor/run-execution.js';
 import { natsFixture, waitFor } from '../nats/util.js';
 
 async function repository(t: Test): Promise<ExecutionRepository> {
   const { client, jsm } = await natsFixture(t);
   const { executions } = await ensureKvBuckets(await client.whenConnected(), jsm);
   return new ExecutionRepository(executions, jsm);
+}
+
+/** Records the status of every record write `fx` attempts (the bucket keeps one revision of a key, not its history). */
+function recordWrites(fx: FakeExecutor, repo: ExecutionRepository): string[] {
+  const attempted: string[] = [];
+  fx.deps.executions = {
+    read: (wf, id) => repo.read(wf, id),
+    write: (r, rev) => {
+      attempted.push(r.status);
+      return repo.write(r, rev);
+    },
+  };
+  return attempted;
 }
 
 const workflow = (nodeIds: string[]) => workflowRecord(nodeIds, 'export default () => 1');
@@ -220,4 +233,137 @@ t.test('a job redelivered after another executor finished it: the record stays S
   ]);
   t.same(again.ran, [], 'nothing ran again');
   t.same(charges, [`A:ws:2:${job.executionId}`], 'charged once');
+});
+
+t.test('the running record waits for calls longer than runningRecordDelayMs: a short run writes its final record only', async (t) => {
+  const repo = await repository(t);
+  const wf = workflow(['a']);
+
+  const short = jobOf(wf);
+  const quick = fakeExecutor('A', repo, wf, []);
+  const quickWrites = recordWrites(quick, repo);
+  quick.deps.runningRecordDelayMs = 60_000;
+  t.equal(await runExecution(short, 1, quick.deps), 'succeeded');
+  t.same(quickWrites, ['succeeded'], 'one write: the final record');
+
+  const long = jobOf(wf);
+  const held = gate();
+  const slow = fakeExecutor('B', repo, wf, [], { a: held.wait });
+  const slowWrites = recordWrites(slow, repo);
+  slow.deps.runningRecordDelayMs = 20;
+  const run = runExecution(long, 1, slow.deps);
+  await waitFor(async () => (await repo.read(wf.id, long.executionId)).record?.status === 'running', 5000, 'the running record');
+  t.same(slow.ran, [], 'written while the call is still under way');
+  t.same(statuses((await repo.read(wf.id, long.executionId)).record), ['EXECUTION_STATUS_RUNNING'], 'with its node running');
+  held.open();
+  t.equal(await run, 'succeeded');
+  t.same(slowWrites, ['running', 'succeeded']);
+
+  const atOnce = jobOf(wf);
+  const gated = gate();
+  const eager = fakeExecutor('C', repo, wf, [], { a: gated.wait });
+  const eagerWrites = recordWrites(eager, repo);
+  const eagerRun = runExecution(atOnce, 1, eager.deps); // no delay: the running record before the call
+  await waitFor(() => eager.calling.includes('a'), 5000, 'C calling node a');
+  t.equal((await repo.read(wf.id, atOnce.executionId)).record?.status, 'running', 'written before the call started');
+  gated.open();
+  t.equal(await eagerRun, 'succeeded');
+  t.same(eagerWrites, ['running', 'succeeded']);
+});
+
+t.test('a record created by another hand while a first call ran unrecorded: the attempt stops, it does not run the node again', async (t) => {
+  const repo = await repository(t);
+  const wf = workflow(['a']);
+  const job = jobOf(wf);
+  const charges: string[] = [];
+  const aGate = gate();
+  const bGate = gate();
+  const first = fakeExecutor('A', repo, wf, charges, { a: aGate.wait });
+  first.deps.runningRecordDelayMs = 60_000;
+  const second = fakeExecutor('B', repo, wf, charges, { a: bGate.wait });
+
+  const aRun = runExecution(job, 1, first.deps);
+  await waitFor(() => first.calling.includes('a'), 5000, 'A calling node a');
+  // A second copy of the job (or a redelivery) starts while A's call runs without a record.
+  const bRun = runExecution(job, 2, second.deps);
+  await waitFor(() => second.calling.includes('a'), 5000, 'B calling node a');
+  const { record: mid } = await repo.read(wf.id, job.executionId);
+  t.equal(mid?.status, 'running', 'B wrote its running record');
+
+  aGate.open();
+  t.equal(await aRun, 'superseded', 'A’s final create finds B’s record: it stops');
+  t.same(first.ran, ['a'], 'A ran node a once: no start-over from the read');
+  t.same((await repo.read(wf.id, job.executionId)).record, mid, 'B’s record is untouched');
+  bGate.open();
+  t.equal(await bRun, 'succeeded');
+  // A's charge travels with its final write (run-execution.ts finish) and may land first: the ledger keeps one.
+  t.equal(charges.length, 1, 'charged once');
+});
+
+t.test('a deferred running write that finds the record moved on ends the attempt once its call returns', async (t) => {
+  const repo = await repository(t);
+  const wf = workflow(['a', 'b']);
+  const job = jobOf(wf);
+  const charges: string[] = [];
+  const aGate = gate();
+  const bGate = gate();
+  const owner = fakeExecutor('B', repo, wf, charges, { b: bGate.wait });
+  const late = fakeExecutor('A', repo, wf, charges, { a: aGate.wait });
+  late.deps.runningRecordDelayMs = 10;
+  const attempted = recordWrites(late, repo);
+  const ownerWrites = recordWrites(owner, repo);
+
+  const bRun = runExecution(job, 2, owner.deps);
+  await waitFor(() => owner.calling.includes('b'), 5000, 'B calling node b');
+  const { record: mid } = await repo.read(wf.id, job.executionId);
+  // A starts as a first delivery (it assumes there is no record) and its running write comes due mid-call.
+  const aRun = runExecution(job, 1, late.deps);
+  await waitFor(() => late.calling.includes('a'), 5000, 'A calling node a');
+  await waitFor(() => attempted.length === 1, 5000, 'A’s deferred running write');
+  aGate.open();
+  t.equal(await aRun, 'superseded');
+  t.same(attempted, ['running'], 'A wrote nothing after its running write failed');
+  t.same(late.ran, ['a'], 'A did not go on to node b');
+  t.same((await repo.read(wf.id, job.executionId)).record, mid, 'B’s record is untouched');
+  bGate.open();
+  t.equal(await bRun, 'succeeded');
+  t.same(ownerWrites, ['running', 'running', 'succeeded'], 'B’s writes: node a, node b, the end');
+  t.equal(charges.length, 1);
+});
+
+t.test('cancelled before the deferred running write: the call is stopped and the record shows the node cancelled', async (t) => {
+  const repo = await repository(t);
+  const wf = workflow(['a', 'b']);
+  const job = jobOf(wf);
+  const charges: string[] = [];
+  const fx = fakeExecutor('A', repo, wf, charges);
+  fx.deps.runningRecordDelayMs = 60_000;
+  let stoppedBy: unknown;
+  fx.deps.runners = {
+    // A call that runs until its signal stops it, as the runner client's does.
+    execute: (init, opts) => {
+      fx.calling.push(String(init.requestId).split('.').pop()!);
+      return new Promise((_, reject) =>
+        opts.signal?.addEventListener('abort', () => {
+          stoppedBy = opts.signal?.reason;
+          reject(new Error('the call was cancelled'));
+        }),
+      );
+    },
+  };
+  const cancel = new AbortController();
+  const run = runExecution(job, 1, fx.deps, cancel.signal);
+  await waitFor(() => fx.calling.includes('a'), 5000, 'A calling node a');
+  t.equal((await repo.read(wf.id, job.executionId)).record, undefined, 'no record yet: the control plane sees it queued');
+  // What CancelExecution does for a queued execution: the cancelled record, then the announcement.
+  await repo.write(cancelledRecord(queuedRecord(job), new Date()), 0);
+  cancel.abort(new ExecutionCancelledError('cancelled'));
+  t.equal(await run, 'cancelled');
+  t.type(stoppedBy, ExecutionCancelledError, 'the call was stopped by the cancel');
+  const { record } = await repo.read(wf.id, job.executionId);
+  t.equal(record?.status, 'cancelled');
+  t.same(statuses(record), ['EXECUTION_STATUS_CANCELLED'], 'node a is in the record, cancelled; b never started');
+  t.ok((record?.nodes[0] as { startedAt?: string } | undefined)?.startedAt, 'with the time it started');
+  t.equal(record?.charged, true, 'nothing is owed (a stopped node is not charged)');
+  t.same(charges, []);
 });
