@@ -547,7 +547,7 @@ function printEndToEnd(e: EndToEndResult): void {
   console.log(
     `(a) exec/s is 1 / round trip; (b) exec/s = succeeded / (first POST → last succeeded); (b)'s latency is mostly queueing in JOBS, ` +
       `since the gateway accepts faster than one executor runs. (a)'s stages are as its KV watch saw the records ` +
-      `(p50 POST → \`succeeded\` seen: ${fmt(e.unloaded.p50SeenMs, 2)} ms); (b)'s \`running\` time is the record's startedAt (ms). ` +
+      `(p50 POST → \`succeeded\` seen: ${fmt(e.unloaded.p50SeenMs, 2)} ms); (b)'s \`running\` time, and (a)'s for a run too short to have a \`running\` write, is the record's startedAt (ms). ` +
       `Stage p50s are over executions whose \`running\` time is known ` +
       `(a: ${e.unloaded.runningSeen}/${e.unloaded.executions}, b: ${e.loaded.runningSeen}/${e.loaded.executions}); p99 of the stages: ` +
       `a ${fmt(e.unloaded.stagesP99Ms.accept, 2)} / ${fmt(e.unloaded.stagesP99Ms.queue, 2)} / ${fmt(e.unloaded.stagesP99Ms.run, 2)} ms, ` +

@@ -19,7 +19,8 @@
  *     `AUTH_METHOD_NONE`): `return { ok: true, n: data.input.n }` with input `{ n: '{{trigger.output.body.n}}' }`;
  *   - in the measuring process, HTTP/1.1 keep-alive connections on raw sockets (raw-http-client.ts: one
  *     write per request), and for phase (a) one KV watch (updates only, not polling) on `<workflowId>.*`:
- *     each entry's `status` is timestamped on arrival (`running` first seen, `succeeded`/`failed`); this
+ *     each entry's `status` is timestamped on arrival (`running` first seen, `succeeded`/`failed`; a run that ends
+ *     within the executor's LDBOX_RUNNING_RECORD_DELAY_MS has no `running` write: its record's `startedAt`); this
  *     process runs at nice 10 once the children are up ({@link yieldToMeasured}).
  *
  * Phases, after a warm-up that is not counted (a few webhooks one at a time, then a burst of `warmupBurst`, so
@@ -79,7 +80,7 @@ export interface EndToEndPhase {
   /** Breakdown, ms (p50 and p99 each): POST → 202, 202 → `running` seen, `running` → `succeeded`. */
   stagesP50Ms: { accept: number; queue: number; run: number };
   stagesP99Ms: { accept: number; queue: number; run: number };
-  /** Succeeded executions whose `running` entry the watch saw (the stages are over these). */
+  /** Succeeded executions whose start is known (the watch saw `running`, or the record's startedAt): the stages are over these. */
   runningSeen: number;
   /** Wall time, ms: first POST → last `succeeded` (or the timeout). */
   wallMs: number;
@@ -691,6 +692,8 @@ export async function measureEndToEnd(natsUrl: string, opts: EndToEndOptions = {
     for (const [id, r] of await lastRecords(nc, workflowId)) {
       const t = tracks.get(id);
       if (t?.final === 'succeeded' && r.status === 'succeeded') t.stored = r.storedAt - offset;
+      // A run shorter than LDBOX_RUNNING_RECORD_DELAY_MS has no `running` record to see: its start is the record's startedAt.
+      if (t !== undefined && t.running === undefined && r.startedAt !== undefined) t.running = r.startedAt - offset;
     }
     const unloaded = summarize(seqIds, 0, sequential, seqT0, seqEnd, seqCpu, seqCpuEnd);
 
