@@ -70,6 +70,16 @@ export function classifyPubAckError(e: { code?: number; err_code?: number; descr
 }
 
 const dec = new TextDecoder();
+
+/** The headers of a publish; throws nats.js's error on a value it refuses (a CR or LF would end the header early). */
+function headerBlock(opts: PublishOptions): MsgHdrs {
+  const hdrs = natsHeaders();
+  if (opts.msgID) hdrs.set('Nats-Msg-Id', opts.msgID);
+  if (opts.expectStream) hdrs.set('Nats-Expected-Stream', opts.expectStream);
+  if (opts.headers) for (const [k, v] of Object.entries(opts.headers)) hdrs.set(k, v);
+  return hdrs;
+}
+
 const unavailable = (message: string): PublishFailure => ({ ok: false, error: 'unavailable', message });
 
 /**
@@ -111,10 +121,11 @@ export class JobPublisher {
 
     let hdrs: MsgHdrs | undefined;
     if (opts?.msgID || opts?.expectStream || opts?.headers) {
-      hdrs = natsHeaders();
-      if (opts.msgID) hdrs.set('Nats-Msg-Id', opts.msgID);
-      if (opts.expectStream) hdrs.set('Nats-Expected-Stream', opts.expectStream);
-      if (opts.headers) for (const [k, v] of Object.entries(opts.headers)) hdrs.set(k, v);
+      try {
+        hdrs = headerBlock(opts);
+      } catch (err) {
+        return Promise.resolve({ ok: false, error: 'rejected', message: (err as Error).message });
+      }
     }
     const max = nc.info?.max_payload;
     if (max !== undefined && data.length > max) {

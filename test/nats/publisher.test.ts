@@ -134,6 +134,33 @@ t.test('expectStream mismatch is `rejected`', async (t) => {
   t.equal(m?.header.get('X-Trace'), 'abc', 'extra headers stored');
 });
 
+t.test('the headers as nats-server stores them: every header, exact values; a line break is `rejected`, nothing sent, nothing thrown', async (t) => {
+  const { client, jsm } = await natsFixture(t);
+  await ensureJobsStream(jsm);
+  const pub = new JobPublisher(client);
+  t.teardown(() => pub.close());
+  const r = await pub.publish(jobSubject('wf'), job(1), {
+    msgID: 'ex_1',
+    expectStream: 'JOBS',
+    headers: { 'Ldbox-Not-Before': '1700000000000', 'X-Trace': ' padded ' },
+  });
+  t.match(r, { ok: true, seq: 1 });
+  const m = await jsm.streams.getMessage('JOBS', { seq: 1 });
+  t.same(
+    [...(m?.header.keys() ?? [])].sort(),
+    ['Ldbox-Not-Before', 'Nats-Expected-Stream', 'Nats-Msg-Id', 'X-Trace'],
+    'the four headers, nothing else',
+  );
+  t.equal(m?.header.get('Nats-Msg-Id'), 'ex_1');
+  t.equal(m?.header.get('Ldbox-Not-Before'), '1700000000000');
+  t.equal(m?.header.get('X-Trace'), 'padded', 'trimmed, as nats.js does');
+  t.match(await pub.publish(jobSubject('wf'), job(1), { msgID: 'ex_1' }), { ok: true, duplicate: true, seq: 1 }, 'Nats-Msg-Id de-duplicates');
+  for (const headers of [{ 'X-Trace': 'a\r\nNats-Msg-Id: forged' }, { 'X-Tr\nace': 'a' }] as Record<string, string>[]) {
+    t.match(await pub.publish(jobSubject('wf'), job(2), { headers }), { ok: false, error: 'rejected', message: /cannot contain|not a valid character/ });
+  }
+  t.equal((await jsm.streams.info('JOBS')).state.messages, 1, 'the refused ones were not sent');
+});
+
 t.test('a closed publisher answers `unavailable`', async (t) => {
   const { client, jsm } = await natsFixture(t);
   await ensureJobsStream(jsm);
