@@ -150,6 +150,36 @@ t.test('a redelivered job of a finished execution changes nothing and is not cha
   t.equal(String(ws.spentUnits), String(first.costUnits), 'charged once');
 });
 
+t.test('record writes: a short run writes its final record only; one past LDBOX_RUNNING_RECORD_DELAY_MS writes running first', async (t) => {
+  const s = await shared();
+  const { connect } = await import('@nats-io/transport-node');
+  const { Kvm } = await import('@nats-io/kv');
+  const nc = await connect({ servers: s.nats.url });
+  t.teardown(() => nc.close());
+  const wf = await createFlow(
+    s.base,
+    [{ id: 'a', code: 'const until = Date.now() + (data.input.ms || 0); while (Date.now() < until) {} return data.input.ms;', input: { ms: '{{trigger.output.body.ms}}' } }],
+    { workspace: 'writes' },
+  );
+  // Every write of the workflow's records, in order, as nats-server delivers them (updates only).
+  const writes = new Map<string, string[]>();
+  const watch = await (await new Kvm(nc).open('ldbox-executions')).watch({ key: `${wf.id}.*`, include: 'updates' as never });
+  t.teardown(() => watch.stop());
+  (async () => {
+    for await (const e of watch) {
+      const id = e.key.split('.')[1]!;
+      writes.set(id, [...(writes.get(id) ?? []), (e.json() as { status: string }).status]);
+    }
+  })();
+  const statusesOf = async (body: object): Promise<string[]> => {
+    const id: string = (await hook(s.base, wf.id, { body })).json.executionId;
+    await waitFor(() => writes.get(id)?.at(-1) === 'succeeded', 15_000, `the succeeded record of ${JSON.stringify(body)}`);
+    return writes.get(id)!;
+  };
+  t.same(await statusesOf({ ms: 0 }), ['succeeded'], 'a short run: one write, the final record');
+  t.same(await statusesOf({ ms: 600 }), ['running', 'succeeded'], 'a run of 600 ms (default delay 100 ms): running, then the end');
+});
+
 t.test('malformed jobs are removed and, when their ids can be read, recorded as failed', async (t) => {
   const s = await shared();
   const wf = await createFlow(s.base, [{ id: 'a', code: 'return 1' }]);
