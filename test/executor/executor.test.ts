@@ -158,7 +158,13 @@ t.test('record writes: a short run writes its final record only; one past LDBOX_
   t.teardown(() => nc.close());
   const wf = await createFlow(
     s.base,
-    [{ id: 'a', code: 'const until = Date.now() + (data.input.ms || 0); while (Date.now() < until) {} return data.input.ms;', input: { ms: '{{trigger.output.body.ms}}' } }],
+    [
+      {
+        id: 'a',
+        code: 'const until = Date.now() + (data.input.ms || 0); while (Date.now() < until) {} return data.input.ms;',
+        input: { ms: '{{trigger.output.body.ms}}' },
+      },
+    ],
     { workspace: 'writes' },
   );
   // Every write of the workflow's records, in order, as nats-server delivers them (updates only).
