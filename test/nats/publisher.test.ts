@@ -146,11 +146,7 @@ t.test('the headers as nats-server stores them: every header, exact values; a li
   });
   t.match(r, { ok: true, seq: 1 });
   const m = await jsm.streams.getMessage('JOBS', { seq: 1 });
-  t.same(
-    [...(m?.header.keys() ?? [])].sort(),
-    ['Ldbox-Not-Before', 'Nats-Expected-Stream', 'Nats-Msg-Id', 'X-Trace'],
-    'the four headers, nothing else',
-  );
+  t.same([...(m?.header.keys() ?? [])].sort(), ['Ldbox-Not-Before', 'Nats-Expected-Stream', 'Nats-Msg-Id', 'X-Trace'], 'the four headers, nothing else');
   t.equal(m?.header.get('Nats-Msg-Id'), 'ex_1');
   t.equal(m?.header.get('Ldbox-Not-Before'), '1700000000000');
   t.equal(m?.header.get('X-Trace'), 'padded', 'trimmed, as nats.js does');
