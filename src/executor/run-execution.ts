@@ -197,6 +197,15 @@ class DeferredSave {
   }
 }
 
+/**
+ * `nodes` with the `running` entry of `node` added, when its start is not recorded (the attempt ended before
+ * its {@link DeferredSave} wrote it); undefined when it is.
+ */
+function withUnrecordedStart(nodes: JsonValue[], node: { id: string; startedAt: Date }): JsonValue[] | undefined {
+  if (nodes.some((n) => readStoredNode(n)?.id === node.id)) return undefined;
+  return [...nodes, nodeEntry({ id: node.id, status: 'running', startedAt: node.startedAt }, Number.MAX_SAFE_INTEGER).json];
+}
+
 /** Runs `f`; a record that moved on under it ends the attempt quietly (see {@link RecordMovedOnError}). */
 async function fenced<T>(ids: { workflowId: string; executionId: string }, deps: ExecutionDeps, f: () => Promise<T>): Promise<T | RunOutcome> {
   try {
@@ -253,9 +262,9 @@ async function settleCancelled(
   if (record?.status !== 'cancelled') throw new RetryableRunError(`execution ${ids.executionId} was stopped but its record is ${record?.status ?? 'missing'}`);
   deps.log.info({ workflowId: ids.workflowId, executionId: ids.executionId }, 'the execution was cancelled: this attempt stops');
   let rec = record;
-  if (stopped && !rec.nodes.some((n) => readStoredNode(n)?.id === stopped.id)) {
-    const entry = nodeEntry({ id: stopped.id, status: 'running', startedAt: stopped.startedAt }, Number.MAX_SAFE_INTEGER).json;
-    rec = cancelledRecord({ ...rec, nodes: [...rec.nodes, entry] }, new Date(rec.finishedAt ?? Date.now()));
+  const nodes = stopped && withUnrecordedStart(rec.nodes, stopped);
+  if (nodes) {
+    rec = cancelledRecord({ ...rec, nodes }, new Date(rec.finishedAt ?? Date.now()));
   } else if (rec.charged !== false) {
     return 'cancelled';
   }
@@ -492,8 +501,9 @@ async function exhausted(job: WebhookJob, attempts: number, error: unknown, deps
   const rec = continuedRecord(job, existing, { startedAt: existing?.startedAt ?? null, attempts: Math.max(existing?.attempts ?? 0, attempts) });
   // A node whose call failed before its `running` entry was written (DeferredSave): it is the one left running.
   const failedNode = error instanceof RetryableRunError ? error.node : undefined;
-  if (failedNode && !rec.nodes.some((n) => readStoredNode(n)?.id === failedNode.id)) {
-    rec.nodes.push(nodeEntry({ id: failedNode.id, status: 'running', startedAt: failedNode.startedAt }, Number.MAX_SAFE_INTEGER).json);
+  const nodes = failedNode && withUnrecordedStart(rec.nodes, failedNode);
+  if (nodes) {
+    rec.nodes = nodes;
     rec.startedAt ??= failedNode.startedAt.toISOString();
   }
   // The node that was running when the last attempt ended: the entry after the succeeded ones, if any.

@@ -111,13 +111,18 @@ export async function ensureJobConsumer(jsm: JetStreamManager, opts: JobConsumer
 /** One delivery of a job. Settle it exactly once with {@link ack}, {@link nak} or {@link term}. */
 export class Job {
   #settled = false;
-  #notBefore: number | undefined | null = null;
   #hb: NodeJS.Timeout | undefined;
+  /** Read once: every attempt count asks, and each header lookup allocates. */
+  readonly #notBefore: number | undefined;
 
   constructor(
     readonly msg: JsMsg,
     readonly maxAttempts: number,
-  ) {}
+  ) {
+    const raw = msg.headers?.get(NOT_BEFORE_HEADER);
+    const ms = raw ? Number(raw) : Number.NaN;
+    this.#notBefore = Number.isFinite(ms) ? ms : undefined;
+  }
 
   get subject(): string {
     return this.msg.subject;
@@ -138,12 +143,6 @@ export class Job {
   }
   /** Not to start before this time (ms since the epoch), from {@link NOT_BEFORE_HEADER}; undefined for most jobs. */
   get notBefore(): number | undefined {
-    // Read once: every attempt count below asks, and each header lookup allocates.
-    if (this.#notBefore === null) {
-      const raw = this.msg.headers?.get(NOT_BEFORE_HEADER);
-      const ms = raw ? Number(raw) : Number.NaN;
-      this.#notBefore = Number.isFinite(ms) ? ms : undefined;
-    }
     return this.#notBefore;
   }
   /** 1 on the first attempt (the first delivery of a throttled job only hands it back: see the module comment). */

@@ -72,7 +72,7 @@ export function classifyPubAckError(e: { code?: number; err_code?: number; descr
 const dec = new TextDecoder();
 
 /** The headers of a publish; throws nats.js's error on a value it refuses (a CR or LF would end the header early). */
-function headerBlock(opts: PublishOptions): MsgHdrs {
+function publishHeaders(opts: PublishOptions): MsgHdrs {
   const hdrs = natsHeaders();
   if (opts.msgID) hdrs.set('Nats-Msg-Id', opts.msgID);
   if (opts.expectStream) hdrs.set('Nats-Expected-Stream', opts.expectStream);
@@ -122,7 +122,7 @@ export class JobPublisher {
     let hdrs: MsgHdrs | undefined;
     if (opts?.msgID || opts?.expectStream || opts?.headers) {
       try {
-        hdrs = headerBlock(opts);
+        hdrs = publishHeaders(opts);
       } catch (err) {
         return Promise.resolve({ ok: false, error: 'rejected', message: (err as Error).message });
       }
