@@ -47,8 +47,16 @@ export interface RunnerTlsConfig extends PemKeyPair {
 export interface PoolConfig {
   /** Worker threads. */
   size: number;
-  /** Sandboxes one worker runs at once (each on its own WASM module and memory cap). */
+  /**
+   * LDBOX_POOL_CONCURRENCY, kept for older deployments: it no longer limits anything, since a call
+   * waiting for host work parks and frees its sandbox (see {@link maxInflight}).
+   */
   concurrentPerWorker: number;
+  /**
+   * Calls the runner holds started at once, computing or waiting for host work (split evenly between the
+   * workers). A waiting call costs the memory it dirtied (tens to hundreds of KiB), not a sandbox.
+   */
+  maxInflight: number;
   /** Calls that may wait for a sandbox (in the pool's queue or inside a worker); beyond it RESOURCE_EXHAUSTED. */
   maxQueue: number;
   /** An idle worker above the minimum is stopped after this long. */
@@ -114,7 +122,22 @@ const S = {
     meaning: '1 lets a non-loopback LDBOX_RUNNER_HOST start with neither token nor client certificates',
   },
   poolSize: { kind: 'int', name: 'LDBOX_POOL_SIZE', fallback: 1, shown: 'cores', min: 1, max: 256, meaning: 'worker threads' },
-  poolConcurrency: { kind: 'int', name: 'LDBOX_POOL_CONCURRENCY', fallback: 4, min: 1, max: 64, meaning: 'sandboxes one worker runs at once' },
+  poolConcurrency: {
+    kind: 'int',
+    name: 'LDBOX_POOL_CONCURRENCY',
+    fallback: 4,
+    min: 1,
+    max: 64,
+    meaning: 'no longer limits calls (a call waiting for host work frees its sandbox: see LDBOX_RUNNER_MAX_INFLIGHT); accepted for older deployments',
+  },
+  maxInflight: {
+    kind: 'int',
+    name: 'LDBOX_RUNNER_MAX_INFLIGHT',
+    fallback: 10_000,
+    min: 1,
+    max: 1_000_000,
+    meaning: 'calls the runner runs at once, computing or waiting for host work (a waiting call costs its memory, not a sandbox); beyond it calls queue',
+  },
   poolMaxQueue: {
     kind: 'int',
     name: 'LDBOX_POOL_MAX_QUEUE',
@@ -292,6 +315,7 @@ export function loadRunnerConfig(env: Env): RunnerConfig {
     pool: {
       size,
       concurrentPerWorker: intSetting(env, S.poolConcurrency),
+      maxInflight: intSetting(env, S.maxInflight),
       maxQueue: intSetting(env, S.poolMaxQueue, S.poolMaxQueue.fallback * size),
       idleTimeoutMs: intSetting(env, S.poolIdleTimeoutMs),
       sandboxStackBytes: sizeSetting(env, S.sandboxStack),

@@ -119,7 +119,9 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
   const board = new ActivityBoard(activity);
   const penaltyMemory = createPenaltyTableMemory();
   const penalties = new PenaltyTable(penaltyMemory);
-  const laneDepth = config.concurrentPerWorker + CALLS_AHEAD_PER_WORKER;
+  // Calls a worker runs at once: computing one at a time, the rest parked while they wait for host work.
+  const perWorker = Math.max(1, Math.ceil(config.maxInflight / config.size));
+  const laneDepth = perWorker + CALLS_AHEAD_PER_WORKER;
   // Every call alive holds a slot: those queued, those placed on a lane, and a margin for lanes of
   // workers being replaced.
   const flagMemory = createFlagTableMemory(config.maxQueue + 2 * config.size * laneDepth + 64);
@@ -139,7 +141,6 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
       builtins: config.builtins,
     },
     modules: {
-      maxIdlePerCap: config.concurrentPerWorker,
       recycleAboveBytes: config.recycleAboveBytes,
       // Every call starts from the module's snapshot, so a module does not age with use; replacing it
       // anyway (every 5000 calls before) cost a new instance and realm, and left the old memory for the
@@ -147,7 +148,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
       maxCallsPerModule: Number.MAX_SAFE_INTEGER,
     },
     defaultMemoryBytes: config.defaultMemoryBytes,
-    sandboxes: config.concurrentPerWorker,
+    sandboxes: perWorker,
     requests: {
       maxCodeBytes: options.maxCodeBytes,
       maxInputBytes: options.maxInputBytes,
@@ -161,7 +162,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
     },
   };
   const dispatcher = new CallDispatcher(board, {
-    sandboxes: config.concurrentPerWorker,
+    sandboxes: perWorker,
     laneDepth,
   });
   const piscina = new Piscina<WorkerTask, WorkerReply>({
@@ -236,7 +237,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
     if (signal?.aborted) throw new PoolCancelledError('the call was cancelled before it started');
     const started = performance.now();
     // As many calls as the workers run at once, and maxQueue more waiting (here or inside a worker).
-    if (inFlight.size >= config.maxQueue + config.size * config.concurrentPerWorker) {
+    if (inFlight.size >= config.maxQueue + config.size * perWorker) {
       failed++;
       throw new PoolFullError(`the runner's queue is full (${config.maxQueue} calls waiting): retry later`);
     }
@@ -366,7 +367,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
         failed,
         workersReplaced,
         maxQueue: config.maxQueue,
-        concurrentPerWorker: config.concurrentPerWorker,
+        concurrentPerWorker: perWorker,
         latency: latency.percentiles(),
       };
     },

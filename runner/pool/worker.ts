@@ -43,7 +43,7 @@ const penalties = new PenaltyTable(setup.penalties);
 /** Runs after pending I/O, so a call that is already waiting goes first. */
 function prepareWhenIdle(cm: CappedModule): void {
   setImmediate(() => {
-    if (!cm.inUse) prepareAhead(cm, setup.limits);
+    if (cm.holders === 0) prepareAhead(cm, setup.limits);
   });
 }
 
@@ -170,5 +170,9 @@ class TaskCancelSource implements CancelSource {
 
   hostWorkStarted(): void {
     this.task.hostWorkStarted();
+  }
+
+  isCancelledQuietly(): boolean {
+    return this.task.isCancelled();
   }
 }

@@ -2,6 +2,7 @@ import type { QuickJSContext, QuickJSHandle } from 'quickjs-emscripten';
 import type { BuiltinConfig, BuiltinContext } from '../builtins/guest-boundary.js';
 import { GuestAllocationError } from './guest-allocation-error.js';
 import type { LogBuffer } from './log-buffer.js';
+import type { CallImage } from './memory-snapshot.js';
 import type { Redact } from './redactor.js';
 
 const CANCEL_POLL_MS = 50;
@@ -30,6 +31,15 @@ export const MAX_PENDING_HOST_WORK = 10_000;
 export class CallState {
   /** The guest `resolve` functions of pending host work (dup'd handles we own). */
   private readonly pending = new Set<QuickJSHandle>();
+  /**
+   * Host work that finished and whose value has not been handed to the guest yet: that needs the call's
+   * memory in its module, so the run loop does it ({@link deliverLanded}) once the call is resumed.
+   */
+  private landed: (() => void)[] = [];
+  /** The call's pages while it is parked and another call had the module (snapshot-realm.ts). */
+  parkedImage: CallImage | undefined;
+  /** Its memory could not be saved when another call needed the module: it cannot go on. */
+  unresumable = false;
   /** Cleanups registered by built-ins (timers), run once when the call ends. */
   readonly endListeners = new Set<() => void>();
   /** Made when a built-in first asks for the signal: most calls never do, and one costs ~5 µs. */
@@ -66,6 +76,8 @@ export class CallState {
     readonly redact: Redact,
     builtinConfig: BuiltinConfig,
     private readonly externallyCancelled: () => boolean = () => false,
+    /** As externallyCancelled, without telling anyone the thread computes (polled for parked calls). */
+    private readonly cancelledQuietly: () => boolean = externallyCancelled,
   ) {
     this.builtins = new CallBuiltins(this, deadline, redact, builtinConfig, logs);
   }
@@ -94,22 +106,49 @@ export class CallState {
     this.hostFault ??= err;
   }
 
+  /** Host work has landed and waits to be handed to the guest. */
+  get hasLanded(): boolean {
+    return this.landed.length > 0;
+  }
+
   /**
-   * Resolves when host work completed, the deadline passed, the call was cancelled, or after at most
-   * `CANCEL_POLL_MS`: the cancel flag is also polled, because the worker's wake-up from the main
-   * thread (Atomics.waitAsync) was seen to lag by seconds on a loaded machine.
+   * Resolves when host work landed, the deadline passed or the call was cancelled. Cancellation reaches a
+   * waiting call through its signal; as a fallback (the worker's wake-up from the main thread through
+   * Atomics.waitAsync was seen to lag by seconds on a loaded machine) one timer per thread polls every
+   * waiting call's flag each `CANCEL_POLL_MS`, rather than a timer per call: a runner holds thousands of
+   * waiting calls.
    */
   nextWake(): Promise<void> {
     return new Promise<void>((resolve) => {
-      const ms = Math.min(CANCEL_POLL_MS, Math.max(0, this.deadline - performance.now()) + 1);
+      const ms = Math.max(0, this.deadline - performance.now()) + 1;
       const timer = setTimeout(() => done(), ms);
       const done = () => {
         clearTimeout(timer);
         this.wake = undefined;
+        sleepers.delete(this);
         resolve();
       };
       this.wake = done;
+      sleepers.add(this);
+      sweepWhileSleeping();
     });
+  }
+
+  /** For the poll of waiting calls: wakes this call if its caller cancelled it. */
+  wakeIfCancelled(): void {
+    if (!this.cancelled && this.cancelledQuietly()) this.cancelled = true;
+    if (this.cancelled) this.wake?.();
+  }
+
+  /**
+   * Hands the values of landed host work to the guest (each resolves its guest promise). Only while the
+   * call's memory is in its module and it holds the realm.
+   */
+  deliverLanded(): void {
+    const landed = this.landed;
+    if (landed.length === 0) return;
+    this.landed = [];
+    for (const deliver of landed) deliver();
   }
 
   /**
@@ -129,21 +168,23 @@ export class CallState {
     const settle = (make: () => QuickJSHandle) => {
       this.pendingHostWork--;
       if (this.closed) return;
-      this.pending.delete(resolve);
-      try {
-        const value = make();
-        const r = this.ctx.callFunction(resolve, this.ctx.undefined, value);
-        value.dispose();
-        if (r.error) r.error.dispose();
-        else r.value.dispose();
-      } catch (err) {
-        // The module's memory is full (or broken): the run loop ends the call when it wakes.
-        if (!(err instanceof GuestAllocationError)) this.noteHostFault(err);
-        this.allocationFailed = true;
-      } finally {
-        resolve.dispose();
-        this.wake?.();
-      }
+      this.landed.push(() => {
+        this.pending.delete(resolve);
+        try {
+          const value = make();
+          const r = this.ctx.callFunction(resolve, this.ctx.undefined, value);
+          value.dispose();
+          if (r.error) r.error.dispose();
+          else r.value.dispose();
+        } catch (err) {
+          // The module's memory is full (or broken): the run loop ends the call.
+          if (!(err instanceof GuestAllocationError)) this.noteHostFault(err);
+          this.allocationFailed = true;
+        } finally {
+          resolve.dispose();
+        }
+      });
+      this.wake?.();
     };
     work.then(
       (value) => settle(() => toGuest(value)),
@@ -161,7 +202,27 @@ export class CallState {
     for (const listener of this.endListeners) listener();
     this.endListeners.clear();
     this.pending.clear();
+    this.landed = [];
+    this.parkedImage = undefined;
+    this.wake?.();
   }
+}
+
+/** The calls of this thread waiting in nextWake: polled for cancellation (see {@link CallState.nextWake}). */
+const sleepers = new Set<CallState>();
+let sweeper: NodeJS.Timeout | undefined;
+
+function sweepWhileSleeping(): void {
+  if (sweeper !== undefined) return;
+  sweeper = setInterval(() => {
+    if (sleepers.size === 0) {
+      clearInterval(sweeper);
+      sweeper = undefined;
+      return;
+    }
+    for (const call of sleepers) call.wakeIfCancelled();
+  }, CANCEL_POLL_MS);
+  sweeper.unref();
 }
 
 /**

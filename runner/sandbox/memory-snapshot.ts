@@ -94,6 +94,63 @@ export class MemorySnapshot {
   }
 
   /**
+   * Saves what a parked call holds in memory (see parked-calls in run-sandbox.ts): the pages of static
+   * data and heap that differ from the snapshot, up to the break the call reached. The C stack is not
+   * saved: a call parks only between host calls, when no WASM frame is live and the stack pointer is back
+   * at the top, so everything on the stack is dead. `undefined` when the break word is not believable (the
+   * call corrupted its static data): such a call cannot be resumed.
+   */
+  saveCall(): CallImage | undefined {
+    const view = this.currentView();
+    const reached = new Uint32Array(view.buffer, 0, this.breakIndex + 1)[this.breakIndex]!;
+    if (reached < this.breakAtSnapshot || reached > view.length) return undefined;
+    const mem = Buffer.from(view.buffer, view.byteOffset, view.length);
+    const ranges: number[] = [];
+    const differs = (from: number, to: number, bytes: Uint8Array | undefined, bytesFrom: number): void => {
+      for (let at = from; at < to; at += PAGE) {
+        const end = Math.min(to, at + PAGE);
+        const same = bytes ? mem.compare(bytes, at - bytesFrom, end - bytesFrom, at, end) === 0 : mem.compare(ZERO_PAGE_BUFFER, 0, end - at, at, end) === 0;
+        if (same) continue;
+        // Adjacent pages make one range.
+        if (ranges.length > 0 && ranges[ranges.length - 1] === at) ranges[ranges.length - 1] = end;
+        else ranges.push(at, end);
+      }
+    };
+    differs(0, this.stackBottom, this.staticData, 0);
+    for (const run of this.heap) differs(run.from, run.to, run.bytes, run.from);
+    differs(this.breakAtSnapshot, reached, undefined, 0);
+    let size = 0;
+    for (let i = 0; i < ranges.length; i += 2) size += ranges[i + 1]! - ranges[i]!;
+    const bytes = new Uint8Array(size);
+    let at = 0;
+    for (let i = 0; i < ranges.length; i += 2) {
+      bytes.set(view.subarray(ranges[i]!, ranges[i + 1]!), at);
+      at += ranges[i + 1]! - ranges[i]!;
+    }
+    return { ranges: Uint32Array.from(ranges), bytes, heapEnd: reached };
+  }
+
+  /** Puts back the snapshot and then a parked call's pages over it: the memory is the call's again. */
+  restoreCall(image: CallImage): void {
+    this.restore();
+    const view = this.currentView();
+    if (image.heapEnd > view.length) throw new Error(`a parked call's heap (${image.heapEnd} bytes) is past this module's memory (${view.length})`);
+    const { ranges, bytes } = image;
+    let at = 0;
+    for (let i = 0; i < ranges.length; i += 2) {
+      const n = ranges[i + 1]! - ranges[i]!;
+      view.set(bytes.subarray(at, at + n), ranges[i]!);
+      at += n;
+    }
+  }
+
+  /** The allocator's break now: the end of the heap the call in memory has used (it never moves down). */
+  currentBreak(): number {
+    const view = this.currentView();
+    return new Uint32Array(view.buffer, 0, this.breakIndex + 1)[this.breakIndex]!;
+  }
+
+  /**
    * Where the memory differs from the snapshot, or `undefined` when it is byte-identical (everything
    * above the break must be zero). For tests: it reads all of memory.
    */
@@ -111,6 +168,16 @@ export class MemorySnapshot {
     if (this.view.buffer !== this.memory.buffer) this.view = new Uint8Array(this.memory.buffer);
     return this.view;
   }
+}
+
+/**
+ * What a parked call holds in a module's memory beyond the snapshot: `[from, to)` address pairs and
+ * their bytes, one after the other; the heap it had reached (MemorySnapshot.saveCall).
+ */
+export interface CallImage {
+  readonly ranges: Uint32Array;
+  readonly bytes: Uint8Array;
+  readonly heapEnd: number;
 }
 
 /** A stretch of the snapshot: its bytes, or `undefined` where it is all zero. */
@@ -159,6 +226,7 @@ function alignDown(n: number, to: number): number {
 }
 
 const ZERO_PAGE = new Uint8Array(PAGE);
+const ZERO_PAGE_BUFFER = Buffer.from(ZERO_PAGE.buffer);
 
 function isZero(view: Uint8Array, from: number, to: number): boolean {
   for (let at = from; at < to; at += ZERO_PAGE.length) {

@@ -12,7 +12,7 @@ import { createRedactor } from './redactor.js';
 import { type SandboxNames, teachingMessage } from './error-hints.js';
 import type { SandboxError, SandboxOutcome, SandboxRequest, UserErrorKind } from './types.js';
 import { countLines, USER_FILE, userStack, wrapUserCode } from './user-stack.js';
-import type { CappedModule } from './wasm-modules.js';
+import { type CappedModule, INITIAL_MEMORY_BYTES, WASM_PAGE } from './wasm-modules.js';
 
 export { SandboxInternalError };
 
@@ -41,6 +41,8 @@ export interface CancelSource {
    * the call may have had effects outside, so the pool must not run it again after losing its worker.
    */
   hostWorkStarted?(): void;
+  /** As isCancelled, for the poll of waiting calls: must not count as the thread computing. */
+  isCancelledQuietly?(): boolean;
 }
 
 type ResultParts = Omit<SandboxOutcome, 'requestId' | 'logs' | 'wallTimeMs' | 'memoryUsedBytes'>;
@@ -60,7 +62,6 @@ export async function runSandbox(cm: CappedModule, req: SandboxRequest, limits: 
   const started = performance.now();
   const redact = createRedactor(req.secrets);
   const logs = new LogBuffer(redact, limits.maxLogEntries, limits.maxLogChars);
-  const memoryAtStart = cm.memory.buffer.byteLength;
   let realm: SnapshotRealm | undefined;
   let call: CallState | undefined;
   let error: SandboxError | undefined;
@@ -68,11 +69,23 @@ export async function runSandbox(cm: CappedModule, req: SandboxRequest, limits: 
   const onCancel = () => call?.cancel();
   let subscribed: AbortSignal | undefined;
   let hostWorkStarted = false;
+  /** The heap this call reached, for its stats: read whenever it lets go of the module. */
+  let heapEnd = 0;
+  /** Whether the call let go of its module (another call's memory may be in it now). */
+  let parked = false;
 
   try {
     realm = cm.realm ??= SnapshotRealm.prepare(cm, limits.maxStackBytes, registeredBuiltins());
     const { rt, ctx } = realm;
-    call = new CallState(ctx, started + req.timeoutMs, logs, redact, limits.builtins, cancel && (() => cancel.isCancelled()));
+    call = new CallState(
+      ctx,
+      started + req.timeoutMs,
+      logs,
+      redact,
+      limits.builtins,
+      cancel && (() => cancel.isCancelled()),
+      cancel && (() => (cancel.isCancelledQuietly ?? cancel.isCancelled).call(cancel)),
+    );
     const state = call;
     // Only a call waiting for host work needs waking on a cancel (guest code is stopped through
     // isCancelled by the interrupt handler), so the signal is subscribed to when host work starts.
@@ -107,7 +120,22 @@ export async function runSandbox(cm: CappedModule, req: SandboxRequest, limits: 
     if (evaluated.error) {
       error = describeError(ctx, state, realm.explain, evaluated.error, 'syntax', req);
     } else {
-      const settled = await settle(rt, ctx, state, evaluated.value);
+      const held = realm;
+      const parking: Parking = {
+        park: () => {
+          heapEnd = Math.max(heapEnd, held.heapEnd());
+          held.park();
+          parked = true;
+        },
+        resume: () => {
+          if (state.unresumable) throw new SandboxInternalError('the call could not be resumed: its memory could not be saved while it waited');
+          held.resume(state);
+          cm.exhausted = false;
+          parked = false;
+        },
+      };
+      const settled = await settle(rt, ctx, state, evaluated.value, parking);
+      // A call that ended while parked (timed out, cancelled) is not brought back: nothing of it is read.
       error = outcomeError(settled, ctx, state, realm.explain, req);
       if (hostWorkStarted && (settled.kind === 'fulfilled' || settled.kind === 'rejected')) warnAboutLdPromises(ctx, state, realm.report);
       if (!error && settled.handle) {
@@ -121,7 +149,7 @@ export async function runSandbox(cm: CappedModule, req: SandboxRequest, limits: 
       }
     }
     // The module reached its cap, or a copy into it failed inside a built-in: the call is over.
-    if (state.allocationFailed || cm.exhausted) error = memoryError(req);
+    if (state.allocationFailed || (!parked && cm.exhausted)) error = memoryError(req);
   } catch (err) {
     const trapped = classifyTrap(cm, err, req);
     if (!trapped) throw err instanceof SandboxInternalError ? err : new SandboxInternalError('sandbox failure', { cause: err });
@@ -129,8 +157,11 @@ export async function runSandbox(cm: CappedModule, req: SandboxRequest, limits: 
   } finally {
     subscribed?.removeEventListener('abort', onCancel);
     // No handle of the call is disposed: the next call's restore takes the realm back whole.
+    if (realm && call) {
+      if (!parked) heapEnd = Math.max(heapEnd, realm.heapEnd());
+      realm.end(call);
+    }
     call?.close();
-    realm?.end();
   }
   // After a memory stop the module holds its high-water mark: give the memory back by replacing it.
   if (error?.kind === 'memory-limit') cm.broken = true;
@@ -139,7 +170,9 @@ export async function runSandbox(cm: CappedModule, req: SandboxRequest, limits: 
     ...(error ? { error } : result),
     logs: logs.finish(),
     wallTimeMs: performance.now() - started,
-    memoryUsedBytes: Math.max(cm.memory.buffer.byteLength, memoryAtStart),
+    // This call's own footprint: the module's initial memory, or the heap the call reached if more
+    // (the module's size would tell what earlier calls on it used).
+    memoryUsedBytes: Math.max(INITIAL_MEMORY_BYTES, Math.ceil(heapEnd / WASM_PAGE) * WASM_PAGE),
     ...(call?.hostFault === undefined ? {} : { internalFault: describeHostFault(call.hostFault) }),
   };
 }
@@ -182,15 +215,27 @@ function describeHostFault(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
 }
 
+/** How the run loop lets go of its module while the call waits for host work, and takes it back. */
+interface Parking {
+  park(): void;
+  resume(): void;
+}
+
 /**
  * Drives the guest's job queue until the returned promise settles. Host work wakes the loop; the
  * wall-clock deadline is enforced here because QuickJS's interrupt only fires while guest code runs.
+ *
+ * While the guest waits for host work (nothing left to run but pending `ld.*` calls) the call parks:
+ * it lets go of the module, so that other calls run on it, and its memory is saved only if one of them
+ * needs it (snapshot-realm.ts). Landed host work is handed to the guest once the call is back.
  */
-async function settle(rt: QuickJSRuntime, ctx: QuickJSContext, call: CallState, promise: QuickJSHandle): Promise<Settled> {
+async function settle(rt: QuickJSRuntime, ctx: QuickJSContext, call: CallState, promise: QuickJSHandle, parking: Parking): Promise<Settled> {
   for (;;) {
     if (call.isCancelled()) return { kind: 'cancelled' };
     if (call.allocationFailed || call.memoryExhausted()) return { kind: 'unsettled' };
     if (call.timedOut()) return { kind: 'timeout' };
+    call.deliverLanded();
+    if (call.allocationFailed) return { kind: 'unsettled' };
     const jobs = rt.executePendingJobs();
     if (jobs.error) jobs.error.dispose();
     const state = ctx.getPromiseState(promise);
@@ -201,8 +246,13 @@ async function settle(rt: QuickJSRuntime, ctx: QuickJSContext, call: CallState, 
     if (state.type === 'rejected') return { kind: 'rejected', handle: state.error };
     if (call.isCancelled()) return { kind: 'cancelled' };
     if (call.timedOut()) return { kind: 'timeout' };
-    if (call.pendingHostWork === 0 && !rt.hasPendingJob()) return { kind: 'unsettled' };
-    if (call.pendingHostWork > 0) await call.nextWake();
+    if (call.hasLanded || rt.hasPendingJob()) continue;
+    if (call.pendingHostWork === 0) return { kind: 'unsettled' };
+    parking.park();
+    await call.nextWake();
+    if (call.isCancelled()) return { kind: 'cancelled' };
+    if (call.timedOut()) return { kind: 'timeout' };
+    parking.resume();
   }
 }
 

@@ -88,15 +88,66 @@ export class SnapshotRealm {
     return new SnapshotRealm(rt, ctx, slot, setData, serialize, explain, report, snapshot);
   }
 
-  /** Restores the prepared realm and hands it to `call`. */
+  /**
+   * The call whose memory the module holds: the one running, or one that parked and whose memory has not
+   * been needed by another call since (so resuming it costs nothing).
+   */
+  #occupant: CallState | undefined;
+
+  /** Restores the prepared realm and hands it to `call` (a call parked in memory is saved first). */
   begin(call: CallState): void {
+    this.#saveOccupant();
     this.snapshot.restore();
+    this.#occupant = call;
+    this.slot.call = call;
+  }
+
+  /**
+   * The call waits for host work: no guest code of it runs until {@link resume}. Its memory stays in
+   * the module until another call needs the module; only then are its pages saved.
+   */
+  park(): void {
+    this.slot.call = undefined;
+  }
+
+  /** Makes `call`'s memory the module's again (after saving the call that holds it) and hands it the realm. */
+  resume(call: CallState): void {
+    if (this.#occupant !== call) {
+      this.#saveOccupant();
+      const image = call.parkedImage;
+      if (image === undefined) throw new SandboxInternalError('a parked call has no saved memory to resume from');
+      this.snapshot.restoreCall(image);
+      call.parkedImage = undefined;
+      this.#occupant = call;
+    }
     this.slot.call = call;
   }
 
   /** Ends the call's hold on the realm. Its memory is left as the call made it until the next `begin`. */
-  end(): void {
+  end(call: CallState): void {
     this.slot.call = undefined;
+    if (this.#occupant === call) this.#occupant = undefined;
+  }
+
+  /** The heap the call in memory has reached (its high-water mark: the break never moves down). */
+  heapEnd(): number {
+    return this.snapshot.currentBreak();
+  }
+
+  /** The allocator's break in the snapshot: where every call's own heap starts. */
+  get heapStart(): number {
+    return this.snapshot.breakAtSnapshot;
+  }
+
+  /** A parked call still in memory is copied out, so that another call can have the module. */
+  #saveOccupant(): void {
+    const parked = this.#occupant;
+    this.#occupant = undefined;
+    if (parked === undefined || parked.closed) return;
+    const image = this.snapshot.saveCall();
+    // A call that overwrote the allocator's break cannot be resumed: it ends as a sandbox failure.
+    if (image === undefined) parked.unresumable = true;
+    else parked.parkedImage = image;
   }
 
   /** For tests: where memory differs from the snapshot, `undefined` when it is byte-identical. */

@@ -5,10 +5,10 @@ import { loadQuickJSBuild } from './quickjs-build.js';
 import type { SnapshotRealm } from './snapshot-realm.js';
 
 /**
- * QuickJS WebAssembly modules with a hard memory cap, one call at a time per module, each holding one
- * prepared realm that every call starts from (snapshot-realm.ts).
+ * QuickJS WebAssembly modules with a hard memory cap, one computing call at a time per module, each
+ * holding one prepared realm that every call starts from (snapshot-realm.ts).
  *
- * Why a module per call: `setMemoryLimit` does not cap memory in quickjs-emscripten 0.32 (it charges
+ * Why a module per cap: `setMemoryLimit` does not cap memory in quickjs-emscripten 0.32 (it charges
  * each allocation only its overhead; upstream #271), so the cap is the `maximum` of the module's
  * `WebAssembly.Memory`, and that cap covers everything in the module. Why recycling: WebAssembly memory
  * never shrinks, so a module whose memory grew past `recycleAboveBytes` is dropped (the next call gets a
@@ -18,6 +18,10 @@ import type { SnapshotRealm } from './snapshot-realm.js';
 const PAGE = 65536;
 /** The release build's initial memory: 16 MiB (its data, the 5 MiB C stack and the first heap). */
 const INITIAL_PAGES = 256;
+/** A WebAssembly memory page. */
+export const WASM_PAGE = PAGE;
+/** A module's memory before any call grew it. */
+export const INITIAL_MEMORY_BYTES = INITIAL_PAGES * PAGE;
 /** What the module itself needs beyond the heap the call may use (measured: ~6 MiB of a 16 MiB start). */
 export const MODULE_RESERVE_BYTES = 8 * 1024 * 1024;
 
@@ -45,13 +49,13 @@ export interface CappedModule {
   calls: number;
   /** The realm every call on this module starts from, prepared once (lazily, or while idle). */
   realm?: SnapshotRealm | undefined;
-  /** True while a call holds the module. */
-  inUse: boolean;
+  /** Calls started on the module and not ended (running or parked on it). */
+  holders: number;
+  /** No new call is placed on it; dropped once its last call ends (see WasmModulePool). */
+  retiring: boolean;
 }
 
 export interface WasmModulePoolOptions {
-  /** Idle modules kept per cap size. */
-  maxIdlePerCap: number;
   /** A module whose memory grew beyond this many bytes is not reused. */
   recycleAboveBytes: number;
   /** A module is retired after this many calls (bounds any slow leak on the host side of the module). */
@@ -119,7 +123,8 @@ export async function createCappedModule(capBytes: number): Promise<CappedModule
     broken: false,
     exhausted: false,
     calls: 0,
-    inUse: false,
+    holders: 0,
+    retiring: false,
   };
   refuseGrowthPastCap(cm);
   const malloc = alloc._malloc.bind(alloc);
@@ -154,8 +159,16 @@ function refuseGrowthPastCap(cm: CappedModule): void {
   };
 }
 
+/**
+ * The modules of one thread: one per memory cap, shared by every call of that cap. A call holds its
+ * module only while it computes; while it waits for host work it parks (snapshot-realm.ts), so one module
+ * serves any number of calls in flight, one computing at a time — which is all a thread can do. A module
+ * that grew past `recycleAboveBytes`, broke, or served `maxCallsPerModule` calls is retired: new calls get a
+ * new one, and the calls parked on the old one finish there before it is dropped.
+ */
 export class WasmModulePool {
-  private readonly idle = new Map<number, CappedModule[]>();
+  /** The module each cap's calls share, the most recently used cap last. */
+  private readonly shared = new Map<number, CappedModule>();
   created = 0;
   retired = 0;
 
@@ -163,41 +176,52 @@ export class WasmModulePool {
 
   async acquire(memoryBytes: number): Promise<CappedModule> {
     const capBytes = capBytesFor(memoryBytes);
-    const free = this.idle.get(capBytes);
-    const reused = free?.pop();
-    if (reused) {
-      reused.inUse = true;
-      return reused;
+    const cm = this.shared.get(capBytes);
+    if (cm) {
+      cm.holders++;
+      this.shared.delete(capBytes);
+      this.shared.set(capBytes, cm);
+      return cm;
     }
-    const cm = await createCappedModule(capBytes);
+    const made = await createCappedModule(capBytes);
     this.created++;
-    cm.inUse = true;
-    return cm;
+    made.holders++;
+    // Another call of this cap may have made one meanwhile: that one stays shared, this serves its call.
+    if (this.shared.has(capBytes)) made.retiring = true;
+    else this.shared.set(capBytes, made);
+    this.trimCaps();
+    return made;
   }
 
-  /** Returns the module after a call; true when it is kept for reuse. */
+  /** A call ended on the module; true when the module is kept for later calls. */
   release(m: CappedModule): boolean {
-    m.inUse = false;
+    m.holders--;
     m.calls++;
-    if (m.broken || m.memory.buffer.byteLength > this.options.recycleAboveBytes || m.calls >= this.options.maxCallsPerModule) {
-      this.retired++;
-      return false; // dropped: GC frees its memory once nothing references it
-    }
-    const free = this.idle.get(m.capBytes) ?? [];
-    // Most recently used cap size last; callers that vary memoryBytes would otherwise leave an idle
-    // module (16+ MiB each) behind for every size they ever asked for.
-    this.idle.delete(m.capBytes);
-    this.idle.set(m.capBytes, free);
-    for (const [cap, modules] of this.idle) {
-      if (this.idle.size <= MAX_IDLE_CAP_SIZES) break;
-      this.retired += modules.length;
-      this.idle.delete(cap);
-    }
-    if (free.length < this.options.maxIdlePerCap) {
-      free.push(m);
-      return true;
-    }
-    this.retired++;
+    if (m.broken || m.memory.buffer.byteLength > this.options.recycleAboveBytes || m.calls >= this.options.maxCallsPerModule) this.retire(m);
+    this.trimCaps();
+    if (!m.retiring) return true;
+    if (m.holders === 0) this.retired++;
     return false;
+  }
+
+  /** No new call gets `m`; it is dropped (the GC frees it) once its last call ends. */
+  private retire(m: CappedModule): void {
+    if (m.retiring) return;
+    m.retiring = true;
+    if (this.shared.get(m.capBytes) === m) this.shared.delete(m.capBytes);
+  }
+
+  /**
+   * Idle modules are kept for at most MAX_IDLE_CAP_SIZES caps (16+ MiB each): callers that vary
+   * memoryBytes would otherwise leave one behind for every size they ever asked for.
+   */
+  private trimCaps(): void {
+    for (const [cap, m] of this.shared) {
+      if (this.shared.size <= MAX_IDLE_CAP_SIZES) break;
+      if (m.holders > 0) continue;
+      this.shared.delete(cap);
+      m.retiring = true;
+      this.retired++;
+    }
   }
 }

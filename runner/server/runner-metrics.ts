@@ -136,8 +136,10 @@ export function createRunnerMetrics(pool: RunnerPool): RunnerMetrics {
   poolGauge('ldbox_runner_pool_workers', 'Worker threads of the sandbox pool.', (s) => s.workers);
   poolGauge('ldbox_runner_pool_busy', 'Calls running in a sandbox now.', (s) => s.busy);
   poolGauge('ldbox_runner_pool_queue_depth', 'Calls waiting for a sandbox.', (s) => s.queued);
-  poolGauge('ldbox_runner_pool_utilization', 'Share of sandbox slots in use: busy / (workers * sandboxes per worker), 0 to 1.', (s) =>
-    s.workers * s.concurrentPerWorker === 0 ? 0 : s.busy / (s.workers * s.concurrentPerWorker),
+  poolGauge(
+    'ldbox_runner_pool_utilization',
+    'Share of the calls the runner runs at once in use (computing or parked waiting for host work): busy / LDBOX_RUNNER_MAX_INFLIGHT, 0 to 1.',
+    (s) => (s.workers * s.concurrentPerWorker === 0 ? 0 : s.busy / (s.workers * s.concurrentPerWorker)),
   );
 
   // One child per outcome, made once: prom-client hashes a label object on every call otherwise.

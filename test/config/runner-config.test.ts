@@ -33,6 +33,7 @@ t.test('defaults', async (t) => {
     {
       size: Math.max(1, cores),
       concurrentPerWorker: 4,
+      maxInflight: 10_000,
       maxQueue: 64 * Math.max(1, cores),
       idleTimeoutMs: 60_000,
       defaultTimeoutMs: 30_000,

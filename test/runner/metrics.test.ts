@@ -165,15 +165,15 @@ t.test('refused, cancelled and busy calls', async (t) => {
   const running = await eventually(runner, (text) => sample(text, 'ldbox_runner_pool_busy') === 1);
   t.same(
     ['busy', 'queue_depth', 'utilization'].map((g) => sample(running, `ldbox_runner_pool_${g}`)),
-    [1, 0, 1 / 8],
-    'one call running: 1 of 2 workers x 4 sandboxes busy',
+    [1, 0, 1 / 10_000],
+    'one call running: 1 of the 10,000 the runner runs at once (2 workers x 5,000)',
   );
   abort.abort();
   t.equal((await call)?.code, grpc.status.CANCELLED);
   await eventually(runner, (text) => sample(text, 'ldbox_runner_executions_total{outcome="cancelled"}') === before.cancelled![0]! + 1);
   t.same(await outcomes(runner), bumped(before, { rejected: 1, cancelled: 1 }), 'CANCELLED: cancelled');
 
-  const small = await startInProcessRunner({ LDBOX_POOL_SIZE: '1', LDBOX_POOL_CONCURRENCY: '1', LDBOX_POOL_MAX_QUEUE: '1' });
+  const small = await startInProcessRunner({ LDBOX_POOL_SIZE: '1', LDBOX_RUNNER_MAX_INFLIGHT: '1', LDBOX_POOL_MAX_QUEUE: '1' });
   t.teardown(() => small.close());
   const long = (n: number) => small.grpc.execute({ code: `await ld.wait(600);\nreturn ${n}` });
   const first = long(1);

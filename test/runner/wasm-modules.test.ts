@@ -5,7 +5,7 @@ import { capBytesFor, WasmModulePool } from '../../runner/sandbox/wasm-modules.j
 const MiB = 1024 * 1024;
 
 t.test('a caller varying memoryBytes does not leave a module behind per size', async (t) => {
-  const pool = new WasmModulePool({ maxIdlePerCap: 4, recycleAboveBytes: 64 * MiB, maxCallsPerModule: 1e9 });
+  const pool = new WasmModulePool({ recycleAboveBytes: 64 * MiB, maxCallsPerModule: 1e9 });
   for (const mb of [8, 16, 24, 32]) t.equal(pool.release(await pool.acquire(mb * MiB)), true, `${mb} MiB kept on release`);
   t.equal(pool.retired, 2, 'the two least recently used sizes were dropped');
   const reused = await pool.acquire(32 * MiB);

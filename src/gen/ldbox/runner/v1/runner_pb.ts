@@ -594,7 +594,8 @@ export type GetPoolStatusResponse = Message<"ldbox.runner.v1.GetPoolStatusRespon
   maxQueue: number;
 
   /**
-   * Calls one worker runs concurrently (each in its own sandbox).
+   * Calls one worker runs at once: one computes at a time, the others wait for host work, parked (they
+   * cost their memory, not a sandbox). LDBOX_RUNNER_MAX_INFLIGHT split between the workers.
    *
    * @generated from field: uint32 concurrent_per_worker = 8;
    */
@@ -777,8 +778,11 @@ export const RunnerService: GenService<{
    * naming the call. A call's failure is an answer with `status` (the status Execute would have ended
    * with); the stream itself ends with UNAUTHENTICATED (at once), INVALID_ARGUMENT or INTERNAL (a message
    * it cannot read), RESOURCE_EXHAUSTED (a message over the size limit), OK (the client half-closed and
-   * every call was answered) or UNAVAILABLE (the runner is shutting down: its calls in flight are answered
-   * first; open a new stream, elsewhere). Served over binary gRPC (application/grpc) only.
+   * every call was answered, or the stream had no call in flight for the runner's idle timeout) or
+   * UNAVAILABLE (the runner is shutting down: its calls in flight are answered first; open a new stream,
+   * elsewhere). The runner ends a stream OK only with no call of it in flight: a call sent as it ended
+   * was never started, and may be sent again on a new stream. Served over binary gRPC (application/grpc)
+   * only.
    *
    * @generated from rpc ldbox.runner.v1.RunnerService.ExecuteStream
    */
