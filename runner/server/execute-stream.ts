@@ -21,10 +21,22 @@
  *   taken by the client, the stream is paused (no new calls read) until they drain;
  * - a client that resets the stream or goes away cancels its calls in the pool.
  *
+ * How long it lives: as long as it is used. Its request body never ends, so no timeout meant for a request
+ * body applies to it (runner-server.ts exempts it from LDBOX_BODY_TIMEOUT_MS, src/http/connection-limits.ts):
+ * that timer used to reset every ExecuteStream 30 s after it opened, and every call in flight on it failed
+ * (and ran again elsewhere). Each call has its own deadline instead, and the stream ends itself, with OK
+ * and "the stream was idle for N ms", once it has had no call in flight for `idleTimeoutMs`
+ * (LDBOX_IDLE_TIMEOUT_MS): the timer starts when the last answer has been written (or when the stream
+ * opens) and stops when a call arrives; a message begun but never finished does not hold it open either.
+ * Ended so, the runner had no call of the stream in flight: a call the client sent meanwhile was never
+ * started, and may be sent again on a new stream (src/executor/execute-stream-client.ts does). Once the
+ * stream has ended, its HTTP/2 session idles out as any other (LDBOX_IDLE_TIMEOUT_MS again).
+ *
  * Answers written in one turn of the event loop leave in one write. While the runner drains, new calls are
  * answered UNAVAILABLE, and the stream ends with UNAVAILABLE once its calls in flight are answered; a
- * client that half-closes gets OK once its calls are answered.
- * Tests: test/runner/execute-stream.test.ts.
+ * client that half-closes gets OK once its calls are answered. A stream the runner ended whose client
+ * does not take the end (it does not read) is reset after `idleTimeoutMs` more.
+ * Tests: test/runner/execute-stream.test.ts, test/executor/execute-stream-client.test.ts.
  */
 import http2 from 'node:http2';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -47,6 +59,8 @@ export interface ExecuteStreamOptions {
   /** The largest ExecuteRequest (the route's limit); the envelope may add a few bytes. */
   maxRequestBytes: number;
   maxCallsInFlight: number;
+  /** A stream with no call in flight this long ends (OK); a stream ended and not gone this long later is reset. */
+  idleTimeoutMs: number;
 }
 
 /** gRPC's OK, which connect's Code does not name. */
@@ -54,6 +68,12 @@ const OK = 0;
 
 /** The message the runner gives for calls and streams it no longer takes while it drains. */
 export const DRAINING_MESSAGE = 'the runner is shutting down: try another runner';
+
+/** The grpc-message of a stream ended (OK) for having had no call in flight for `ms`. */
+export function idleMessage(ms: number, partialBytes = 0): string {
+  const text = `the stream was idle for ${ms} ms`;
+  return partialBytes === 0 ? text : `${text}, with ${partialBytes} bytes of a message that never ended`;
+}
 
 /** One open ExecuteStream; {@link drain} is called when the runner starts shutting down. */
 export interface OpenExecuteStream {
@@ -93,6 +113,8 @@ class ExecuteStream implements OpenExecuteStream {
   #draining = false;
   #clientDone = false;
   #ended = false;
+  /** Runs while no call is in flight: at its end the stream ends (see the module's comment). */
+  #idle: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly stream: http2.ServerHttp2Stream,
@@ -103,6 +125,7 @@ class ExecuteStream implements OpenExecuteStream {
     this.closed = new Promise((resolve) =>
       stream.once('close', () => {
         this.#ended = true;
+        clearTimeout(this.#idle);
         this.#abandonCalls();
         resolve();
       }),
@@ -126,6 +149,7 @@ class ExecuteStream implements OpenExecuteStream {
     stream.on('drain', () => {
       if (!this.#ended && this.stream.isPaused()) this.stream.resume();
     });
+    this.#armIdle();
   }
 
   drain(): void {
@@ -167,6 +191,8 @@ class ExecuteStream implements OpenExecuteStream {
     }
     const call = new StreamCall(this, m.callId, m.request);
     this.#calls.set(m.callId, call);
+    clearTimeout(this.#idle);
+    this.#idle = undefined;
     const ms = m.timeoutMs === 0 || m.timeoutMs > MAX_TIMER_MS ? undefined : m.timeoutMs;
     this.options.route(call, this.headers, { encoding: 'proto', grpcFramed: false, timeout: { ok: true, ms } });
   }
@@ -192,23 +218,47 @@ class ExecuteStream implements OpenExecuteStream {
     this.#endIfIdle();
   };
 
-  /** Ends the stream once nothing is in flight and either the client half-closed or the runner drains. */
+  /**
+   * Once nothing is in flight: ends the stream if the client half-closed or the runner drains, else starts
+   * the idle timer.
+   */
   #endIfIdle(): void {
     if (this.#ended || this.#calls.size > 0 || this.#pending.length > 0) return;
     if (this.#clientDone) this.#end(OK, '');
     else if (this.#draining) this.#end(Code.Unavailable, DRAINING_MESSAGE);
+    else this.#armIdle();
+  }
+
+  /** Starts the idle timer, unless it runs already (a message that starts no call does not restart it). */
+  #armIdle(): void {
+    if (this.#ended || this.#idle !== undefined) return;
+    const ms = this.options.idleTimeoutMs;
+    this.#idle = setTimeout(() => {
+      this.#idle = undefined;
+      // Answers still queued go out before the trailers (#end); a call in flight clears the timer.
+      if (this.#calls.size === 0) this.#end(OK, idleMessage(ms, this.#reader.partial));
+    }, ms);
+    this.#idle.unref();
   }
 
   /** Ends the stream with `code`: answers already queued go first, calls still in flight are cancelled. */
   #end(code: Code | typeof OK, message: string): void {
     if (this.#ended) return;
     this.#ended = true;
+    clearTimeout(this.#idle);
     const stream = this.stream;
     const pending = this.#pending;
     this.#pending = [];
     this.#abandonCalls();
     if (stream.destroyed || stream.closed) return;
     stream.pause();
+    // A client that does not read (its flow-control window stays shut) would keep the stream, and with it
+    // its session, open forever: it is reset once it has had as long again as an idle stream.
+    const stuck = setTimeout(() => {
+      if (!stream.destroyed && !stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);
+    }, this.options.idleTimeoutMs);
+    stuck.unref();
+    stream.once('close', () => clearTimeout(stuck));
     const trailers: http2.OutgoingHttpHeaders = { 'grpc-status': String(code) };
     if (message) trailers['grpc-message'] = encodeGrpcMessage(message);
     // The client may still be sending: it is told to stop (RFC 9113 §8.1) once the answer is out, trailers

@@ -123,6 +123,8 @@ class RunnerRole extends RoleLifecycle implements RunnerServer {
       maxRequestBytes: maxExecuteRequestBytes(config),
       // As many calls as the connection could carry as unary Execute streams (SETTINGS_MAX_CONCURRENT_STREAMS).
       maxCallsInFlight: config.http.maxStreamsPerConnection,
+      // A stream with no call in flight ends (OK) after this long, as an idle connection would close.
+      idleTimeoutMs: config.http.idleTimeoutMs,
     };
     // Connect unary Execute (JSON or binary, uncompressed), over HTTP/1.1 or HTTP/2: read by the runner.
     const connectExecute = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse): boolean => {
@@ -160,7 +162,9 @@ class RunnerRole extends RoleLifecycle implements RunnerServer {
       this.#executeStreams.add(served);
       return true;
     });
-    limitHttp2Server(h2server, config.http);
+    // An ExecuteStream's request body never ends: LDBOX_BODY_TIMEOUT_MS would reset it, and every call on it,
+    // after 30 s. It bounds its own life instead (LDBOX_IDLE_TIMEOUT_MS without a call in flight: execute-stream.ts).
+    limitHttp2Server(h2server, config.http, { longLived: isPlainGrpcExecuteStream });
     h2server.on('session', (s) => {
       this.#sessions.add(s);
       s.on('close', () => this.#sessions.delete(s));

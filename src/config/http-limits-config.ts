@@ -18,9 +18,15 @@ export interface HttpLimits {
    * shared runner port (not reset per byte).
    */
   headersTimeoutMs: number;
-  /** A request body not complete this long after its head: HTTP/1.1 answers 408 and closes, HTTP/2 resets the stream. */
+  /**
+   * A request body not complete this long after its head: HTTP/1.1 answers 408 and closes, HTTP/2 resets the
+   * stream. Not the runner's ExecuteStream, a request body that never ends (it ends when idle: idleTimeoutMs).
+   */
   bodyTimeoutMs: number;
-  /** An HTTP/1.1 keep-alive connection or an HTTP/2 session without a request in flight is closed after this long. */
+  /**
+   * An HTTP/1.1 keep-alive connection or an HTTP/2 session without a request in flight is closed after this long;
+   * the runner's ExecuteStream ends (OK) after this long without a call in flight.
+   */
   idleTimeoutMs: number;
 }
 
@@ -55,7 +61,8 @@ export const HTTP_LIMIT_SETTINGS = {
     fallback: 30_000,
     min: 10,
     max: 600_000,
-    meaning: 'a request body not complete this long after its head is refused (408) and its connection (HTTP/2: its stream) closed, ms',
+    meaning:
+      "a request body not complete this long after its head is refused (408) and its connection (HTTP/2: its stream) closed, ms; not on the runner's ExecuteStream, whose body never ends",
   },
   idleTimeoutMs: {
     kind: 'int',
@@ -63,7 +70,8 @@ export const HTTP_LIMIT_SETTINGS = {
     fallback: 60_000,
     min: 10,
     max: 3_600_000,
-    meaning: 'an HTTP/1.1 keep-alive connection or HTTP/2 session with no call in flight is closed after this long, ms',
+    meaning:
+      "an HTTP/1.1 keep-alive connection or HTTP/2 session with no call in flight is closed after this long, ms; the runner's ExecuteStream with no call in flight ends (OK) after it too",
   },
 } as const satisfies Record<keyof HttpLimits, IntSpec>;
 

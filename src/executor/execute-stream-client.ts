@@ -15,6 +15,14 @@
  *   runner-clients.ts sends them, and every later call, as unary Execute.
  * - Call ids count up (wrapping at 2^32, skipping 0); messages written in one turn of the event loop leave
  *   in one write.
+ * - A call's deadline runs from when it is sent to the runner: a call that waits here for room on the stream
+ *   (see {@link OpenStream}) is not charged the wait. It counts as in flight on the connection meanwhile
+ *   (pings, idle timeout), and its signal cancels it.
+ * - The runner ends a stream with no call in flight once it is idle (LDBOX_IDLE_TIMEOUT_MS), with OK; it
+ *   ends a stream OK only when it has no call of it in flight (runner.proto). A call still waiting for its
+ *   answer when a stream ends OK was sent after the runner decided to end it, and was never started: it is
+ *   sent again, once, on a new stream (not failed, which would cool the runner down and send the call
+ *   elsewhere for nothing).
  */
 import http2 from 'node:http2';
 import { Code, ConnectError } from '@connectrpc/connect';
@@ -33,10 +41,18 @@ export class StreamUnsupportedError extends Error {
 interface PendingCall {
   resolve: (response: Uint8Array) => void;
   reject: (err: Error) => void;
-  /** The framed call, kept until it is sent. */
-  message: Buffer | undefined;
-  /** Sent to the runner (else it waits here for room: see {@link OpenStream}). */
+  /** The serialized ExecuteRequest (the caller's own bytes, not a copy), kept until the call is answered. */
+  readonly request: Uint8Array;
+  /** Its id on {@link stream}. */
+  callId: number;
+  /** The stream the call is on (a new one when it is sent again). */
+  stream: OpenStream;
+  /** Sent to the runner on {@link stream} (else it waits there for room: see {@link OpenStream}). */
   sent: boolean;
+  /** Sent again on a new stream already (it is not, twice). */
+  resent: boolean;
+  /** Called as the call is sent: starts its deadline (the first time); the `timeout_ms` the runner is given. */
+  sending(): number;
 }
 
 /**
@@ -79,25 +95,69 @@ export class ExecuteStreamClient {
     } catch (err) {
       return Promise.reject(fromSystemError(err as Error));
     }
-    const callId = this.#takeId(stream);
     return new Promise<Uint8Array>((resolve, reject) => {
-      const { settle } = this.connection.track(opts, (err) => {
-        if (!settle()) return;
-        stream.giveUp(callId);
-        reject(err);
-      });
-      stream.start(callId, {
+      // The deadline starts when the call is sent (sending()); a cancel counts from now.
+      const tracked = this.connection.track(
+        opts,
+        (err) => {
+          if (!tracked.settle()) return;
+          call.stream.giveUp(call.callId);
+          reject(err);
+        },
+        'later',
+      );
+      let sentAt: number | undefined;
+      const call: PendingCall = {
         resolve: (response) => {
-          if (settle()) resolve(response);
+          if (tracked.settle()) resolve(response);
         },
         reject: (err) => {
-          if (settle()) reject(err);
+          if (tracked.settle()) reject(err);
         },
-        // The runner's deadline is the local one rounded up, so the local timer speaks first.
-        message: encodeStreamCall(callId, request, Math.max(1, Math.ceil(opts.timeoutMs))),
+        request,
+        callId: 0,
+        stream,
         sent: false,
-      });
+        resent: false,
+        sending: () => {
+          tracked.startDeadline();
+          sentAt ??= performance.now();
+          // The runner's deadline is the local one rounded up, so the local timer speaks first.
+          return Math.max(1, Math.ceil(opts.timeoutMs - (performance.now() - sentAt)));
+        },
+      };
+      this.#start(stream, call);
     });
+  }
+
+  /** Puts `call` on `stream` under an id of its own there. */
+  #start(stream: OpenStream, call: PendingCall): void {
+    call.stream = stream;
+    call.callId = this.#takeId(stream);
+    call.sent = false;
+    stream.start(call);
+  }
+
+  /**
+   * Calls a stream that ended OK left unanswered: the runner never started them (it ends a stream OK only with
+   * none in flight), so each is sent again on a new stream — once; a call it happens to a second time fails.
+   */
+  #restart(calls: PendingCall[], err: ConnectError): void {
+    for (const call of calls) {
+      if (call.resent) {
+        call.reject(err);
+        continue;
+      }
+      call.resent = true;
+      let stream: OpenStream;
+      try {
+        stream = this.#open();
+      } catch (e) {
+        call.reject(fromSystemError(e as Error));
+        continue;
+      }
+      this.#start(stream, call);
+    }
   }
 
   /** Ends the stream (calls in flight fail UNAVAILABLE). */
@@ -108,9 +168,10 @@ export class ExecuteStreamClient {
   #open(): OpenStream {
     if (this.#stream && !this.#stream.ended) return this.#stream;
     const session = this.connection.session();
-    const stream = new OpenStream(session, this.opts, (err) => {
+    const stream = new OpenStream(session, this.opts, (err, unstarted) => {
       if (this.#stream === stream) this.#stream = undefined;
       if (err instanceof StreamUnsupportedError) this.#unsupported = true;
+      if (unstarted.length > 0) this.#restart(unstarted, err as ConnectError);
     });
     this.#stream = stream;
     return stream;
@@ -144,7 +205,8 @@ class OpenStream {
   constructor(
     session: http2.ClientHttp2Session,
     opts: ExecuteStreamClientOptions,
-    private readonly onEnded: (err: Error) => void,
+    /** The stream is done; `unstarted`: calls still waiting that the runner never started (an OK end), to send again. */
+    private readonly onEnded: (err: Error, unstarted: PendingCall[]) => void,
   ) {
     this.#limit = inFlightLimit(session.remoteSettings);
     session.on('remoteSettings', this.#onSettings);
@@ -178,13 +240,19 @@ class OpenStream {
         return;
       }
       const status = grpcStatusError(headers, trailers);
-      if (status?.code === Code.Unimplemented) {
+      if (status === undefined) {
+        // OK: the runner had no call of this stream in flight (the stream was idle): those still waiting
+        // here were sent after it decided to end the stream, and were never started.
+        this.#end(new ConnectError('the runner ended the stream (OK) before it read the call', Code.Unavailable));
+        return;
+      }
+      if (status.code === Code.Unimplemented) {
         this.fail(new StreamUnsupportedError(`the runner does not serve ExecuteStream: ${status.rawMessage}`));
         return;
       }
-      // Calls still waiting when the stream ends (OK or not) were not answered: as a dropped connection.
-      const why = status === undefined ? 'the runner ended the stream' : `the runner ended the stream (${Code[status.code]}): ${status.rawMessage}`;
-      this.fail(new ConnectError(why, status?.code === Code.Unauthenticated ? Code.Unauthenticated : Code.Unavailable));
+      // Calls still waiting when the stream ends with an error were not answered: as a dropped connection.
+      const why = `the runner ended the stream (${Code[status.code]}): ${status.rawMessage}`;
+      this.fail(new ConnectError(why, status.code === Code.Unauthenticated ? Code.Unauthenticated : Code.Unavailable));
     });
   }
 
@@ -193,9 +261,9 @@ class OpenStream {
   }
 
   /** Starts a call: sent now if the runner has room for it, else once an earlier call is answered. */
-  start(callId: number, call: PendingCall): void {
-    this.#calls.set(callId, call);
-    this.#waiting.push(callId);
+  start(call: PendingCall): void {
+    this.#calls.set(call.callId, call);
+    this.#waiting.push(call.callId);
     this.#pump();
   }
 
@@ -223,8 +291,7 @@ class OpenStream {
       if (call === undefined || call.sent) continue;
       call.sent = true;
       this.#inFlight++;
-      this.#send(call.message!);
-      call.message = undefined;
+      this.#send(encodeStreamCall(callId, call.request, call.sending()));
     }
   }
 
@@ -247,7 +314,7 @@ class OpenStream {
   endIfIdle(): void {
     if (this.ended || this.#calls.size > 0) return;
     this.ended = true;
-    this.onEnded(new ConnectError('the connection idled out', Code.Unavailable));
+    this.onEnded(new ConnectError('the connection idled out', Code.Unavailable), []);
     this.#stream.end();
   }
 
@@ -255,10 +322,18 @@ class OpenStream {
   fail(err: Error): void {
     if (this.ended && this.#calls.size === 0) return;
     this.ended = true;
-    this.onEnded(err);
+    this.onEnded(err, []);
     const calls = [...this.#calls.values()];
     this.#calls.clear();
     for (const call of calls) call.reject(err);
+  }
+
+  /** The stream is done, and the runner started none of the calls still waiting: they go back to the client. */
+  #end(err: ConnectError): void {
+    this.ended = true;
+    const calls = [...this.#calls.values()];
+    this.#calls.clear();
+    this.onEnded(err, calls);
   }
 
   /** Fails every call and resets the stream (an answer that cannot be read: the rest cannot be trusted). */

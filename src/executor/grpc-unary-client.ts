@@ -99,6 +99,8 @@ export interface TrackedCall {
   readonly settled: boolean;
   /** Ends the bookkeeping; false when the call was already settled. */
   settle(): boolean;
+  /** Starts the deadline of a call tracked with `deadline: 'later'`, the first time only (no-op once settled). */
+  startDeadline(): void;
 }
 
 export class GrpcUnaryClient {
@@ -214,12 +216,19 @@ export class GrpcUnaryClient {
    * The bookkeeping of one call on {@link session}, whoever makes it (here, and execute-stream-client.ts): the
    * call counts as in flight until settled (pings run, the session does not idle out); after `timeoutMs`
    * `giveUp` gets DEADLINE_EXCEEDED, when `signal` aborts CANCELED (it stops the call on the wire and
-   * settles). `settle()` is true the first time only.
+   * settles). `settle()` is true the first time only. The deadline runs from now, or with `deadline: 'later'`
+   * from `startDeadline()`: a call that waits here before it is sent (execute-stream-client.ts) has its
+   * whole time once the runner has it.
    */
-  track(opts: { timeoutMs: number; signal?: AbortSignal }, giveUp: (err: ConnectError) => void): TrackedCall {
+  track(opts: { timeoutMs: number; signal?: AbortSignal }, giveUp: (err: ConnectError) => void, deadline: 'now' | 'later' = 'now'): TrackedCall {
     let settled = false;
+    let timer: NodeJS.Timeout | undefined;
     const onAbort = () => giveUp(new ConnectError('the call was cancelled', Code.Canceled));
-    const timer = setTimeout(() => giveUp(new ConnectError(`the call did not finish within ${opts.timeoutMs} ms`, Code.DeadlineExceeded)), opts.timeoutMs);
+    const startDeadline = (): void => {
+      if (settled || timer !== undefined) return;
+      timer = setTimeout(() => giveUp(new ConnectError(`the call did not finish within ${opts.timeoutMs} ms`, Code.DeadlineExceeded)), opts.timeoutMs);
+    };
+    if (deadline === 'now') startDeadline();
     this.#active++;
     this.#startPing();
     opts.signal?.addEventListener('abort', onAbort, { once: true });
@@ -235,6 +244,7 @@ export class GrpcUnaryClient {
         if (--this.#active === 0) this.#stopPing();
         return true;
       },
+      startDeadline,
     };
   }
 

@@ -32,12 +32,26 @@ export function http2ServerSettings(limits: HttpLimits): http2.Settings {
   return { maxConcurrentStreams: limits.maxStreamsPerConnection };
 }
 
+/** What {@link limitHttp2Server} needs to know of a server's streams. */
+export interface Http2LimitOptions {
+  /**
+   * True for a stream whose request body is not meant to end: a long-lived stream that carries many calls
+   * (the runner's ExecuteStream). Such a stream gets no body timer; it must bound its own lifetime (the
+   * runner's ExecuteStream ends itself once idle, and each of its calls has a deadline). Called with the
+   * stream's request headers, after the server's own 'stream' listeners (a claimStreamsFirst claim
+   * included) have seen the stream, so it can be told by its headers alone.
+   */
+  longLived?: (headers: http2.IncomingHttpHeaders) => boolean;
+}
+
 /**
  * HTTP/2 timeouts node does not have: a session with no stream open for `idleTimeoutMs` is closed
  * (GOAWAY); a stream whose request body has not ended `bodyTimeoutMs` after it opened is reset
- * (CANCEL), so half-open streams cannot hold a session's slots forever.
+ * (CANCEL), so half-open streams cannot hold a session's slots forever. A stream `options.longLived`
+ * names is not a request body with an end: no body timer applies to it (it counts as open for the session's
+ * idle timer as long as it is open, as a call in flight does).
  */
-export function limitHttp2Server(server: http2.Http2Server, limits: HttpLimits): void {
+export function limitHttp2Server(server: http2.Http2Server, limits: HttpLimits, options: Http2LimitOptions = {}): void {
   server.on('session', (session) => {
     let open = 0;
     let idle: NodeJS.Timeout | undefined;
@@ -50,18 +64,21 @@ export function limitHttp2Server(server: http2.Http2Server, limits: HttpLimits):
       idle.unref();
     };
     arm();
-    session.on('stream', (stream) => {
+    // Node's own listener (which emits the server's 'stream') was added before the server's 'session' event:
+    // this one sees each stream after the server's handlers have.
+    session.on('stream', (stream, headers) => {
       open++;
       clearTimeout(idle);
+      stream.once('close', () => {
+        if (--open === 0 && !session.closed && !session.destroyed) arm();
+      });
+      if (options.longLived?.(headers)) return;
       const body = setTimeout(() => {
         if (!stream.readableEnded && !stream.endAfterHeaders && !stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
       }, limits.bodyTimeoutMs);
       body.unref();
       stream.once('end', () => clearTimeout(body));
-      stream.once('close', () => {
-        clearTimeout(body);
-        if (--open === 0 && !session.closed && !session.destroyed) arm();
-      });
+      stream.once('close', () => clearTimeout(body));
     });
     session.once('close', () => clearTimeout(idle));
   });

@@ -3,8 +3,12 @@
  * against real runners (`ldbox runner` processes): many calls on one stream, a local deadline and an abort
  * that also stop the call in the runner, a runner killed under calls, a connection that idles out, a
  * runner that drains, and a runner that does not serve ExecuteStream (an older version: connect-node's own
- * UNIMPLEMENTED), whose calls go as unary Execute.
+ * UNIMPLEMENTED), whose calls go as unary Execute. Also: a call's deadline runs from when it is sent, not
+ * while it waits for room on the stream; a call on a stream the runner keeps open past LDBOX_BODY_TIMEOUT_MS
+ * runs once; a runner's idle end (OK) fails nothing, and a call sent as it ended is sent again on a new
+ * stream.
  */
+import http from 'node:http';
 import http2 from 'node:http2';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
@@ -17,6 +21,7 @@ import { ExecuteRequestSchema, ExecuteResponseSchema, RunnerService } from '../.
 import { ExecuteStreamClient } from '../../src/executor/execute-stream-client.js';
 import { GrpcUnaryClient } from '../../src/executor/grpc-unary-client.js';
 import { RunnerClients } from '../../src/executor/runner-clients.js';
+import { decodeStreamRequest, encodeStreamResponse, GrpcMessageReader } from '../../src/protobuf/execute-stream-wire.js';
 import { startTestRunner } from '../helpers/runner-harness.js';
 
 const TOKEN = 'stream-client-test-token-0123456789';
@@ -209,3 +214,156 @@ t.test('LDBOX_RUNNER_CALLS: the stream by default, unary calls with `unary`', as
   await t.rejects(streamed.execute({ code: 'c' }, { timeoutMs: 10_000 }), /the stream was used/, 'by default the call goes on the stream');
   t.equal((await unary.execute({ code: 'c' }, { timeoutMs: 10_000 })).result, 'unary: c');
 });
+
+t.test("a call's deadline runs from when it is sent: waiting for room on the stream is not charged", async (t) => {
+  // One call in flight per stream: the second waits in the client until the first is answered.
+  const single = await startTestRunner({ LDBOX_RUNNER_TOKEN: TOKEN, LDBOX_MAX_STREAMS_PER_CONNECTION: '1', LDBOX_POOL_SIZE: '1' });
+  t.teardown(() => single.close());
+  const conn = connection(single.url);
+  const client = new ExecuteStreamClient(conn, { headers: auth, readMaxBytes: 1 << 20 });
+  t.teardown(() => {
+    client.close();
+    conn.close();
+  });
+  await client.call(encoded('return 0', 'warm'), { timeoutMs: 20_000 });
+  // Each call takes 700 ms of its 1200 ms: the second, counted from when it was queued, would pass 1400 ms.
+  const started = performance.now();
+  const results = await Promise.allSettled([1, 2].map((i) => client.call(encoded(`await ld.wait(700); return ${i}`, `wait-${i}`), { timeoutMs: 1200 })));
+  const took = performance.now() - started;
+  t.same(
+    results.map((r) => (r.status === 'fulfilled' ? fromBinary(ExecuteResponseSchema, r.value).result?.kind.value : ConnectError.from(r.reason).message)),
+    [1, 2],
+    'both calls succeed',
+  );
+  t.ok(took > 1200, `one after the other, longer than a deadline in all (${Math.round(took)} ms)`);
+
+  // A call waiting for room still answers to its signal at once.
+  const first = client.call(encoded('await ld.wait(700); return 1', 'holder'), { timeoutMs: 20_000 });
+  const ac = new AbortController();
+  const waiting = client.call(encoded('return 2', 'waiter'), { timeoutMs: 20_000, signal: ac.signal });
+  const abortedAt = performance.now();
+  ac.abort();
+  t.equal((await rejection(t, waiting)).code, Code.Canceled, 'a waiting call aborted: CANCELED');
+  t.ok(performance.now() - abortedAt < 300, 'at once, not once the call ahead is answered');
+  t.equal(fromBinary(ExecuteResponseSchema, await first).result?.kind.value, 1, 'the call ahead is not disturbed');
+  t.equal(fromBinary(ExecuteResponseSchema, await client.call(encoded('return 3', 'after'), { timeoutMs: 20_000 })).result?.kind.value, 3);
+});
+
+t.test("a runner's idle end of the stream (OK) fails no call: calls in flight longer than it run to the end", async (t) => {
+  const idling = await startTestRunner({ LDBOX_RUNNER_TOKEN: TOKEN, LDBOX_IDLE_TIMEOUT_MS: '300' });
+  t.teardown(() => idling.close());
+  const conn = connection(idling.url);
+  const client = new ExecuteStreamClient(conn, { headers: auth, readMaxBytes: 1 << 20 });
+  t.teardown(() => {
+    client.close();
+    conn.close();
+  });
+  const long = await client.call(encoded('await ld.wait(1000); return "long"', 'long'), { timeoutMs: 20_000 });
+  t.equal(fromBinary(ExecuteResponseSchema, long).result?.kind.value, 'long', 'a call three times the idle timeout succeeds');
+  // The stream ends once idle, then the connection without a stream (GOAWAY): a session left with the
+  // stream open would not close.
+  const first = conn.session();
+  if (!first.destroyed) await within(once(first, 'close'), 'the idle connection did not close');
+  const next = await client.call(encoded('return "next"', 'next'), { timeoutMs: 20_000 });
+  t.equal(fromBinary(ExecuteResponseSchema, next).result?.kind.value, 'next', 'the next call opens a new stream');
+  t.not(conn.session(), first, 'on a new connection');
+});
+
+/**
+ * A stand-in for a runner, on a real socket: each ExecuteStream's calls are answered, except on the streams
+ * `endsIdle` names, which end OK (as an idle runner's would) as soon as a call arrives, leaving it unread.
+ */
+async function endingRunner(t: Test, endsIdle: (streamIndex: number) => boolean): Promise<{ url: string; callsPerStream: number[] }> {
+  const callsPerStream: number[] = [];
+  const h2 = http2.createServer();
+  h2.on('stream', (stream) => {
+    const index = callsPerStream.push(0) - 1;
+    stream.on('error', () => {});
+    stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+    let ended = false;
+    const reader = new GrpcMessageReader(
+      1 << 20,
+      (body) => {
+        const m = decodeStreamRequest(body);
+        if (ended || m.cancel) return;
+        callsPerStream[index]!++;
+        if (endsIdle(index)) {
+          ended = true;
+          stream.once('wantTrailers', () => {
+            stream.sendTrailers({ 'grpc-status': '0', 'grpc-message': 'the stream was idle for 300 ms' });
+            setImmediate(() => stream.close(http2.constants.NGHTTP2_NO_ERROR));
+          });
+          stream.end();
+          return;
+        }
+        const request = fromBinary(ExecuteRequestSchema, m.request!);
+        const response = create(ExecuteResponseSchema, { requestId: request.requestId, result: { kind: { case: 'stringValue', value: `stream ${index}` } } });
+        stream.write(encodeStreamResponse(m.callId, toBinary(ExecuteResponseSchema, response)));
+      },
+      () => {},
+    );
+    stream.on('data', (chunk: Buffer) => reader.push(chunk));
+  });
+  h2.listen(0, '127.0.0.1');
+  await once(h2, 'listening');
+  t.teardown(() => new Promise<void>((r) => h2.close(() => r())));
+  return { url: `http://127.0.0.1:${(h2.address() as AddressInfo).port}`, callsPerStream };
+}
+
+t.test('a call sent as the runner ended an idle stream (OK), never started, is sent again on a new stream once', async (t) => {
+  const once1 = await endingRunner(t, (i) => i === 0);
+  const conn = connection(once1.url);
+  const client = new ExecuteStreamClient(conn, { headers: auth, readMaxBytes: 1 << 20 });
+  t.teardown(() => {
+    client.close();
+    conn.close();
+  });
+  const r = fromBinary(ExecuteResponseSchema, await client.call(encoded('return 1', 'raced'), { timeoutMs: 10_000 }));
+  t.same([r.requestId, r.result?.kind.value], ['raced', 'stream 1'], 'answered on the second stream');
+  t.same(once1.callsPerStream, [1, 1], 'sent once on each stream');
+
+  const always = await endingRunner(t, () => true);
+  const conn2 = connection(always.url);
+  const client2 = new ExecuteStreamClient(conn2, { headers: auth, readMaxBytes: 1 << 20 });
+  t.teardown(() => {
+    client2.close();
+    conn2.close();
+  });
+  const err = await rejection(t, client2.call(encoded('return 1', 'raced twice'), { timeoutMs: 10_000 }));
+  t.equal(err.code, Code.Unavailable, 'a call left unstarted twice fails UNAVAILABLE (another runner may take it)');
+  t.same(always.callsPerStream, [1, 1], 'after one resend');
+});
+
+t.test("RunnerClients: a node running past the runner's LDBOX_BODY_TIMEOUT_MS on ExecuteStream succeeds, run once", async (t) => {
+  let hits = 0;
+  const counter = http.createServer((_req, res) => {
+    hits++;
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{}');
+  });
+  counter.listen(0, '127.0.0.1');
+  await once(counter, 'listening');
+  t.teardown(() => new Promise<void>((r) => counter.close(() => r())));
+  const counterUrl = `http://127.0.0.1:${(counter.address() as AddressInfo).port}`;
+  const short = await startTestRunner({ LDBOX_RUNNER_TOKEN: TOKEN, LDBOX_BODY_TIMEOUT_MS: '300', LDBOX_EGRESS_ALLOW: '127.0.0.1' });
+  t.teardown(() => short.close());
+  const clients = new RunnerClients([short.url], TOKEN);
+  t.teardown(() => clients.close());
+  const code = `const r = await ld.request({ url: '${counterUrl}/hit', method: 'POST', body: {} }); await ld.wait(1500); return r.status;`;
+  const answer = await clients.execute({ code }, { timeoutMs: 20_000 });
+  t.equal(answer.result, 200, 'the call succeeds');
+  t.equal(hits, 1, 'and ran once');
+});
+
+/** `p`, or a rejection naming `what` after 10 s. */
+async function within<T>(p: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} within 10 s`)), 10_000);
+  });
+  try {
+    return await Promise.race([p, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -2,6 +2,9 @@
  * The executor end to end: webhook → JetStream → executor → runner → execution record, against a real
  * nats-server and a real runner on loopback.
  */
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { hook, rpc } from '../gateway/harness.js';
 import { waitFor } from '../nats/util.js';
@@ -184,6 +187,31 @@ t.test('record writes: a short run writes its final record only; one past LDBOX_
   };
   t.same(await statusesOf({ ms: 0 }), ['succeeded'], 'a short run: one write, the final record');
   t.same(await statusesOf({ ms: 600 }), ['running', 'succeeded'], 'a run of 600 ms (default delay 100 ms): running, then the end');
+});
+
+t.test("a node running longer than the runner's LDBOX_BODY_TIMEOUT_MS on ExecuteStream succeeds, run once", async (t) => {
+  // The node's side effect: a request to this server, counted.
+  let hits = 0;
+  const counter = http.createServer((_req, res) => {
+    hits++;
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{}');
+  });
+  counter.listen(0, '127.0.0.1');
+  await once(counter, 'listening');
+  t.teardown(() => new Promise<void>((r) => counter.close(() => r())));
+  const url = `http://127.0.0.1:${(counter.address() as AddressInfo).port}/hit`;
+  // The body timeout used to reset the executor's ExecuteStream 300 ms after it opened, and the node with it.
+  const s = await stackFixture(t, { runnerEnv: { LDBOX_BODY_TIMEOUT_MS: '300', LDBOX_EGRESS_ALLOW: '127.0.0.1' } });
+  const wf = await createFlow(s.base, [
+    { id: 'slow', code: `const r = await ld.request({ url: '${url}', method: 'POST', body: {} }); await ld.wait(1500); return { status: r.status };` },
+  ]);
+  const r = await hook(s.base, wf.id, { body: {} });
+  const ex = await waitForFinish(s.base, r.json.executionId);
+  t.equal(ex.status, 'EXECUTION_STATUS_SUCCEEDED', JSON.stringify(ex));
+  t.same(ex.nodes[0].output, { status: 200 });
+  t.equal(ex.attempts, 1, 'in one attempt');
+  t.equal(hits, 1, 'the node ran once');
 });
 
 t.test('malformed jobs are removed and, when their ids can be read, recorded as failed', async (t) => {

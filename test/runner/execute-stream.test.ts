@@ -8,9 +8,11 @@
  * checked when the stream opens; per-call failures that are answers (the stream stays open) with the
  * message unary Execute gives; protocol errors that end the stream with a status (and cancel its calls
  * in the pool); cancel and timeout_ms of one call; half-close (OK once every call is answered); a client
- * reset; the per-stream limit of calls in flight; the runner draining under a stream; and @grpc/grpc-js
- * as a bidi client.
+ * reset; the per-stream limit of calls in flight; the runner draining under a stream; a stream that lives
+ * past LDBOX_BODY_TIMEOUT_MS and ends (OK) only once it has had no call in flight for LDBOX_IDLE_TIMEOUT_MS;
+ * and @grpc/grpc-js as a bidi client.
  */
+import { once } from 'node:events';
 import http2 from 'node:http2';
 import { setTimeout as delay } from 'node:timers/promises';
 import { create, fromBinary, type MessageInitShape, toBinary, toJson } from '@bufbuild/protobuf';
@@ -528,6 +530,75 @@ t.test('drain: calls in flight are answered, new ones UNAVAILABLE, then the stre
   t.same([end.grpcStatus, end.grpcMessage], [Code.Unavailable, 'the runner is shutting down: try another runner'], 'the stream ends UNAVAILABLE');
   await within(closed, 'the runner did not close');
   t.equal(draining.server.state, 'closed');
+});
+
+t.test('LDBOX_BODY_TIMEOUT_MS does not apply to an ExecuteStream: a call that runs past it is answered', async (t) => {
+  // Its request body never ends: the body timer used to reset every ExecuteStream this long after it opened.
+  const short = await startInProcessRunner({ ...ENV, LDBOX_BODY_TIMEOUT_MS: '300' });
+  t.teardown(() => short.close());
+  const session = connect(t, short);
+  const s = new Stream(session);
+  const opened = performance.now();
+  s.send(call(1, { code: 'await ld.wait(1500); return 7' }));
+  t.equal(resultOf(await s.answer(1)), 7, 'the answer, 1.5 s after the stream opened');
+  t.ok(performance.now() - opened >= 1500, 'well past the 300 ms body timeout');
+  t.equal(s.raw.closed, false, 'the stream is still open');
+  s.send(call(2, { code: 'return 8' }));
+  t.equal(resultOf(await s.answer(2)), 8, 'and takes another call');
+  s.raw.end();
+  t.same([(await s.end()).grpcStatus, s.raw.rstCode], [0, http2.constants.NGHTTP2_NO_ERROR], 'it ends OK when the client half-closes, not reset');
+
+  // A unary Execute whose body never ends is still reset by it.
+  const stalled = session.request({ ':method': 'POST', ':path': EXECUTE, 'content-type': 'application/grpc', te: 'trailers' });
+  stalled.on('error', () => {});
+  stalled.write(Buffer.from([0, 0, 0, 0, 100]));
+  stalled.resume();
+  await within(new Promise((resolve) => stalled.once('close', resolve)), 'the stalled unary call was not reset');
+  t.equal(stalled.rstCode, http2.constants.NGHTTP2_CANCEL, 'a stalled unary Execute: RST_STREAM CANCEL');
+});
+
+t.test('LDBOX_IDLE_TIMEOUT_MS: a stream ends (OK) once it has had no call in flight that long, never while one runs', async (t) => {
+  const IDLE_MS = 300;
+  const idling = await startInProcessRunner({ ...ENV, LDBOX_IDLE_TIMEOUT_MS: String(IDLE_MS) });
+  t.teardown(() => idling.close());
+
+  const s = new Stream(connect(t, idling));
+  s.send(call(1, { code: 'await ld.wait(1200); return "long"' }));
+  t.equal(resultOf(await s.answer(1)), 'long', 'a call running four times the idle timeout is answered');
+  const answeredAt = performance.now();
+  t.equal(s.raw.closed, false, 'the stream was open all the while');
+  const end = await s.end();
+  const idleFor = performance.now() - answeredAt;
+  t.same(
+    [end.grpcStatus, end.grpcMessage, end.rstCode],
+    [0, `the stream was idle for ${IDLE_MS} ms`, http2.constants.NGHTTP2_NO_ERROR],
+    'then it ends OK, saying why, and is closed with NO_ERROR',
+  );
+  t.ok(idleFor >= IDLE_MS - 50, `once idle for the timeout (${Math.round(idleFor)} ms after the answer)`);
+  t.equal(s.answers.length, 1, 'no other answer');
+
+  const partial = new Stream(connect(t, idling));
+  const whole = call(1, { code: 'return 1' });
+  partial.send(whole.subarray(0, 10));
+  const partialEnd = await partial.end();
+  t.same(
+    [partialEnd.grpcStatus, partialEnd.grpcMessage],
+    [0, `the stream was idle for ${IDLE_MS} ms, with 10 bytes of a message that never ended`],
+    'a message begun but never finished does not hold it open',
+  );
+  t.equal(partial.answers.length, 0, 'nothing was answered');
+
+  // A client that never reads: the answer, and then the end, cannot leave; the stream is reset instead of
+  // holding its connection open forever.
+  const deaf = connect(t, idling).request({ ':method': 'POST', ':path': EXECUTE_STREAM, 'content-type': 'application/grpc', te: 'trailers' });
+  deaf.on('error', () => {});
+  deaf.write(call(1, { code: 'return "x".repeat(1_000_000)' }));
+  await within(Promise.race([once(deaf, 'aborted'), once(deaf, 'close')]), 'the stream of a client that does not read was not reset');
+  deaf.resume();
+  if (!deaf.closed || !deaf.destroyed) await within(once(deaf, 'close'), 'the reset stream did not close');
+  t.equal(deaf.rstCode, http2.constants.NGHTTP2_CANCEL, 'a client that does not read: RST_STREAM CANCEL once ended and stuck for the idle timeout');
+
+  await stillServes(t, idling);
 });
 
 t.test('@grpc/grpc-js as a bidi client', async (t) => {
