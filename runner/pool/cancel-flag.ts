@@ -17,6 +17,7 @@
  * names can start the call: a worker that finds it placed otherwise — elsewhere, or again on itself
  * under a newer placement — drops that copy.
  */
+import type { PenaltyKeys } from './hard-stop-penalty.js';
 export const QUEUED = 0;
 export const RUNNING = 1;
 export const CANCELLED = 2;
@@ -35,14 +36,18 @@ const utf8Decoder = new TextDecoder();
 const REQUEST_ID_MAX = 128;
 
 const HOST_WORK = (REQUEST_ID_AT + REQUEST_ID_MAX) / 4;
-const CODE_HASH = HOST_WORK + 1;
+/** The call's hard-stop penalty keys (hard-stop-penalty.ts): its code's two words, then its tenant's. */
+const PENALTY_KEYS = HOST_WORK + 1;
 
 /** The bytes one flag takes (see flag-table.ts). */
-export const FLAG_BYTES = (CODE_HASH + 1) * 4;
+export const FLAG_BYTES = (PENALTY_KEYS + 4) * 4;
 
-/** Worker: records the call's time limit, request id and code hash once the request is decoded. */
-export function describeTask(flag: Int32Array, timeoutMs: number, requestId: string, codeHash: number): void {
-  Atomics.store(flag, CODE_HASH, codeHash);
+/** Worker: records the call's time limit, request id and penalty keys once the request is decoded. */
+export function describeTask(flag: Int32Array, timeoutMs: number, requestId: string, keys: PenaltyKeys): void {
+  Atomics.store(flag, PENALTY_KEYS, keys.code[0]);
+  Atomics.store(flag, PENALTY_KEYS + 1, keys.code[1]);
+  Atomics.store(flag, PENALTY_KEYS + 2, keys.tenant[0]);
+  Atomics.store(flag, PENALTY_KEYS + 3, keys.tenant[1]);
   new Float64Array(flag.buffer, flag.byteOffset + 16, 1)[0] = timeoutMs;
   const bytes = new Uint8Array(flag.buffer, flag.byteOffset + REQUEST_ID_AT, REQUEST_ID_MAX);
   const { written } = utf8Encoder.encodeInto(requestId.slice(0, REQUEST_ID_MAX), bytes);
@@ -65,9 +70,12 @@ export function startedHostWork(flag: Int32Array): boolean {
   return Atomics.load(flag, HOST_WORK) === 1;
 }
 
-/** The hash of the call's code (see describeTask), 0 until the worker has decoded the request. */
-export function codeHashOf(flag: Int32Array): number {
-  return Atomics.load(flag, CODE_HASH);
+/** The call's penalty keys (see describeTask), all 0 until the worker has decoded the request. */
+export function penaltyKeysOf(flag: Int32Array): PenaltyKeys {
+  return {
+    code: [Atomics.load(flag, PENALTY_KEYS), Atomics.load(flag, PENALTY_KEYS + 1)],
+    tenant: [Atomics.load(flag, PENALTY_KEYS + 2), Atomics.load(flag, PENALTY_KEYS + 3)],
+  };
 }
 
 /** The thread id of the worker running the task, 0 before it started. */

@@ -2,7 +2,7 @@ import { Piscina } from 'piscina';
 import type { PoolConfig } from '../config/index.js';
 import type { SandboxOutcome, SandboxRequest } from '../sandbox/index.js';
 import { encodeExecuteResponse, type WireEncoding } from '../wire/execute-response.js';
-import { codeHashOf, startedHostWork, isStarted, isWaiting, requestCancel, requestIdOf, runningOn, startedAt, timeLimitOf } from './cancel-flag.js';
+import { penaltyKeysOf, startedHostWork, isStarted, isWaiting, requestCancel, requestIdOf, runningOn, startedAt, timeLimitOf } from './cancel-flag.js';
 import { LatencyWindow } from './latency-window.js';
 import { ActivityBoard, createActivityBoardMemory } from './worker-activity.js';
 import type { CancelSignal } from './call-cancel.js';
@@ -208,7 +208,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
       const worker = piscina.threads.find((w) => w.threadId === runningOn(flag));
       if (!worker) continue;
       call.hardStopped = true;
-      penalties.recordHardStop(codeHashOf(flag));
+      penalties.recordCall(penaltyKeysOf(flag));
       void worker.terminate();
     }
   }, WATCHDOG_INTERVAL_MS);

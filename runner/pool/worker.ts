@@ -26,7 +26,7 @@ import { encodeExecuteResponse } from '../wire/execute-response.js';
 import { describeTask, type StartedTask, startTask } from './cancel-flag.js';
 import { lowerThreadPriority } from './thread-priority.js';
 import { WorkerActivity } from './worker-activity.js';
-import { codeHash, PenaltyTable } from './hard-stop-penalty.js';
+import { PenaltyTable, penaltyKeys } from './hard-stop-penalty.js';
 import { FlagViews } from './flag-table.js';
 import { type LaneAnswer, openWorkerLane } from './worker-lane.js';
 import type { WireAnswer, WireTask, WorkerReply, WorkerSetup, WorkerTask } from './worker-task.js';
@@ -120,18 +120,22 @@ async function runWire(task: WireTask, started: Started, now: number, queueTimeM
 }
 
 /**
- * Notes the call's limit, id and code hash in its flag (the pool needs them if it must stop this
- * worker), and refuses code that is cooling down after forcing hard stops.
+ * Notes the call's limit, id and penalty keys in its flag (the pool needs them if it must stop this
+ * worker), and refuses the call while its code, or its tenant, cools down after forcing hard stops.
  */
 function admit(flag: Int32Array, request: SandboxRequest): WorkerReply | undefined {
-  const hash = codeHash(request.code);
-  describeTask(flag, request.timeoutMs, request.requestId, hash);
-  const until = penalties.refusedUntil(hash);
-  if (until === 0) return undefined;
-  const seconds = Math.ceil((until - (performance.timeOrigin + performance.now())) / 1000);
+  const keys = penaltyKeys(request.tenant ?? '', request.code);
+  describeTask(flag, request.timeoutMs, request.requestId, keys);
+  const codeUntil = penalties.refusedUntil(keys.code);
+  const tenantUntil = penalties.refusedUntil(keys.tenant);
+  if (codeUntil === 0 && tenantUntil === 0) return undefined;
+  const seconds = Math.ceil((Math.max(codeUntil, tenantUntil) - (performance.timeOrigin + performance.now())) / 1000);
   return {
     status: 'throttled',
-    message: `this code recently got stuck past its deadline so that its worker had to be stopped; it is refused for another ${seconds} s (the pause doubles with each such stop)`,
+    message:
+      tenantUntil >= codeUntil
+        ? `calls of this tenant recently got stuck past their deadline so that their worker had to be stopped, more than once; its calls are refused for another ${seconds} s (the pause doubles with each such stop)`
+        : `this code recently got stuck past its deadline so that its worker had to be stopped; it is refused for another ${seconds} s (the pause doubles with each such stop)`,
   };
 }
 

@@ -13,6 +13,8 @@ export type UserErrorKind = 'thrown' | 'syntax' | 'timeout' | 'memory-limit' | '
 /** One call of user code. */
 export interface SandboxRequest {
   requestId: string;
+  /** Who the call is for (ExecuteRequest.tenant); '' = the shared tenant. Keys the hard-stop penalties. */
+  tenant?: string;
   code: string;
   /** `JSON.stringify({input, auth})`, already validated as objects by the caller. */
   dataJson: string;

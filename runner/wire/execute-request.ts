@@ -62,6 +62,9 @@ export function toSandboxRequest(req: ExecuteRequest, limits: RequestLimits, dea
   if (req.requestId !== '' && !REQUEST_ID.test(req.requestId)) {
     throw invalid('requestId must be 1 to 128 characters of A-Z a-z 0-9 . _ : -');
   }
+  if (req.tenant !== '' && !REQUEST_ID.test(req.tenant)) {
+    throw invalid('tenant must be 1 to 128 characters of A-Z a-z 0-9 . _ : -');
+  }
   const resultKind = RESULT_KINDS[req.resultKind];
   if (resultKind === undefined) throw invalid(`resultKind ${req.resultKind} is not a known ResultKind`);
 
@@ -95,6 +98,7 @@ export function toSandboxRequest(req: ExecuteRequest, limits: RequestLimits, dea
   return {
     request: {
       requestId: req.requestId || randomUUID(),
+      tenant: req.tenant,
       code: req.code,
       dataJson,
       secrets: collectSecrets(auth),

@@ -421,6 +421,8 @@ async function runNode(
         limits: { timeoutMs: node.limits.timeoutMs, memoryBytes: BigInt(node.limits.memoryBytes) },
         resultKind: ResultKind.GENERIC,
         requestId: `${job.executionId}.${node.id}`,
+        // The runner keeps hard-stop penalties per tenant: one workspace's stuck code never refuses another's.
+        tenant: job.workspace,
       },
       { timeoutMs, signal },
     );

@@ -11,7 +11,7 @@ import { ValueSchema } from '@bufbuild/protobuf/wkt';
 import * as grpc from '@grpc/grpc-js';
 import t from 'tap';
 import { ErrorKind } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
-import { codeHash, FIRST_COOLDOWN_MS, PenaltyTable, createPenaltyTableMemory, MAX_COOLDOWN_MS } from '../../runner/pool/hard-stop-penalty.js';
+import { FIRST_COOLDOWN_MS, PenaltyTable, createPenaltyTableMemory, MAX_COOLDOWN_MS, penaltyKeys } from '../../runner/pool/hard-stop-penalty.js';
 import { grpcError, startTestRunner } from '../helpers/runner-harness.js';
 
 const STUCK = 'return new Array(4e9).indexOf(1)';
@@ -55,7 +55,7 @@ t.test('a hard stop re-runs the innocent, fails the rest with UNAVAILABLE and pa
 
 t.test('the pause doubles with each hard stop, up to a ceiling, and is forgotten after an hour', async (t) => {
   const table = new PenaltyTable(createPenaltyTableMemory());
-  const h = codeHash('while (1) x.indexOf(1)');
+  const h = penaltyKeys('', 'while (1) x.indexOf(1)').code;
   const at = 1_000_000_000;
   t.equal(table.refusedUntil(h, at), 0, 'unknown code runs');
   t.equal(table.recordHardStop(h, at), FIRST_COOLDOWN_MS);
@@ -67,6 +67,43 @@ t.test('the pause doubles with each hard stop, up to a ceiling, and is forgotten
   for (let i = 0; i < 20; i++) cooldown = table.recordHardStop(h, at + 30_000 + i);
   t.equal(cooldown, MAX_COOLDOWN_MS, 'capped');
   t.equal(table.recordHardStop(h, at + 30_000 + 61 * 60_000), FIRST_COOLDOWN_MS, 'forgotten after an hour without a stop');
-  t.equal(table.refusedUntil(codeHash('other code'), at + 1), 0, 'other code is not affected');
-  t.not(codeHash(''), 0);
+  t.equal(table.refusedUntil(penaltyKeys('', 'other code').code, at + 1), 0, 'other code is not affected');
+  t.notSame(penaltyKeys('', '').code, [0, 0]);
+});
+
+t.test('penalties are per tenant: the same code of another tenant runs; a tenant is slowed from its second stop', async (t) => {
+  const table = new PenaltyTable(createPenaltyTableMemory());
+  const at = 1_000_000_000;
+  const stuck = 'while (1) x.indexOf(1)';
+  const a = penaltyKeys('acme', stuck);
+  const b = penaltyKeys('globex', stuck);
+  t.notSame(a.code, b.code, 'the same text has a key of its own in each tenant');
+  table.recordCall(a, at);
+  t.equal(table.refusedUntil(a.code, at + 1), at + FIRST_COOLDOWN_MS, "acme's stuck code is refused");
+  t.equal(table.refusedUntil(b.code, at + 1), 0, "globex's identical code is not");
+  t.equal(table.refusedUntil(a.tenant, at + 1), 0, "acme's other code still runs after one stop");
+  // The same stuck loop with another comment each time: a new code key every time, one tenant.
+  table.recordCall(penaltyKeys('acme', `${stuck} // 2`), at + 2);
+  t.equal(table.refusedUntil(penaltyKeys('acme', 'return 1').tenant, at + 3), at + 2 + FIRST_COOLDOWN_MS, 'from its second stop every acme call waits');
+  table.recordCall(penaltyKeys('acme', `${stuck} // 3`), at + FIRST_COOLDOWN_MS + 10);
+  t.equal(table.refusedUntil(a.tenant, at + FIRST_COOLDOWN_MS + 11), at + FIRST_COOLDOWN_MS + 10 + 2 * FIRST_COOLDOWN_MS, 'and the pause doubles');
+  t.equal(table.refusedUntil(b.tenant, at + FIRST_COOLDOWN_MS + 11), 0, 'globex is never refused for it');
+});
+
+t.test('through a runner: a tenant changing a comment each time is refused whatever it sends; another tenant runs', async (t) => {
+  const runner = await startTestRunner({ LDBOX_POOL_SIZE: '1' });
+  t.teardown(() => runner.close());
+  const stuckAs = (tenant: string, n: number) => runner.grpc.execute({ code: `${STUCK} // try ${n}`, tenant, limits: { timeoutMs: 200 } });
+  for (const n of [1, 2]) {
+    const r = await stuckAs('acme', n);
+    t.match(r.error?.message, /stuck in a built-in and its worker was stopped/, `stop ${n}`);
+  }
+  const refused = await grpcError(runner.grpc.execute({ code: 'return "innocent"', tenant: 'acme' }));
+  t.equal(refused?.code, grpc.status.RESOURCE_EXHAUSTED, "acme's next call, whatever its code, is refused");
+  t.match(refused?.details, /calls of this tenant recently got stuck .* refused for another \d+ s/);
+  const other = await runner.grpc.execute({ code: 'return "innocent"', tenant: 'globex' });
+  t.equal(toJson(ValueSchema, other.result!), 'innocent', "globex's call runs");
+  const shared = await runner.grpc.execute({ code: 'return "innocent"' });
+  t.equal(toJson(ValueSchema, shared.result!), 'innocent', 'and so does a call without a tenant');
+  t.equal(Number((await runner.grpc.getPoolStatus()).workersReplaced), 2);
 });

@@ -104,6 +104,17 @@ t.test('requestId', async (t) => {
   t.not(a.requestId, b.requestId, 'a new one per call');
 });
 
+t.test('tenant', async (t) => {
+  const message = 'tenant must be 1 to 128 characters of A-Z a-z 0-9 . _ : -';
+  await refused(t, { code: 'return 1', tenant: 'acme corp' }, message, 'a space');
+  await refused(t, { code: 'return 1', tenant: 'x'.repeat(129) }, message, 'too long');
+  await refused(t, { code: 'return 1', tenant: 'acme\u0000' }, message, 'a NUL');
+  for (const tenant of ['', 'acme.prod', 'x'.repeat(128)]) {
+    const res = await accepted(t, { code: 'return 1', tenant });
+    t.same(res?.result && toJson(ValueSchema, res.result), 1, `tenant ${JSON.stringify(tenant.slice(0, 20))} runs`);
+  }
+});
+
 t.test('input + auth over LDBOX_MAX_INPUT_BYTES', async (t) => {
   const input = { s: 'x'.repeat(600) };
   const auth = { t: 'y'.repeat(600) };

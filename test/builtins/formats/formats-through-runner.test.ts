@@ -146,7 +146,9 @@ t.test('a conversion past the time limit stops, and the next call works', async 
     { timeoutMs: 300 },
   );
   t.equal(slow.error?.kind, ErrorKind.TIMEOUT, `${slow.error?.name}: ${slow.error?.message}`);
-  t.same(slow.error && [slow.error.name, slow.error.message], ['TimeoutError', 'the code ran longer than its 300 ms limit']);
+  // Either stop may win on a loaded machine: the conversion's own deadline check, or the worker's hard stop.
+  t.equal(slow.error?.name, 'TimeoutError');
+  t.match(slow.error?.message, /^the code ran longer than its 300 ms limit( \(it was stuck in a built-in and its worker was stopped\))?$/);
   t.ok(slow.ms < 3000, `stopped after ${Math.round(slow.ms)} ms`);
   const next = await runCode(runner, "return ld.csv2parquet('a\\n1').success");
   t.same(next.result, true, 'the next call converts');
