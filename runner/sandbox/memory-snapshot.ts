@@ -106,14 +106,21 @@ export class MemorySnapshot {
     if (reached < this.breakAtSnapshot || reached > view.length) return undefined;
     const mem = Buffer.from(view.buffer, view.byteOffset, view.length);
     const ranges: number[] = [];
+    const same = (at: number, end: number, bytes: Uint8Array | undefined, bytesFrom: number): boolean =>
+      bytes ? mem.compare(bytes, at - bytesFrom, end - bytesFrom, at, end) === 0 : mem.compare(ZERO_PAGE_BUFFER, 0, end - at, at, end) === 0;
+    // Whole pages first (most are untouched); within a page that differs, SAVE_CHUNK pieces: a call
+    // touches a few bytes of many pages, and saving 512-byte pieces made an image a third of the size.
     const differs = (from: number, to: number, bytes: Uint8Array | undefined, bytesFrom: number): void => {
-      for (let at = from; at < to; at += PAGE) {
-        const end = Math.min(to, at + PAGE);
-        const same = bytes ? mem.compare(bytes, at - bytesFrom, end - bytesFrom, at, end) === 0 : mem.compare(ZERO_PAGE_BUFFER, 0, end - at, at, end) === 0;
-        if (same) continue;
-        // Adjacent pages make one range.
-        if (ranges.length > 0 && ranges[ranges.length - 1] === at) ranges[ranges.length - 1] = end;
-        else ranges.push(at, end);
+      for (let page = from; page < to; page += PAGE) {
+        const pageEnd = Math.min(to, page + PAGE);
+        if (same(page, pageEnd, bytes, bytesFrom)) continue;
+        for (let at = page; at < pageEnd; at += SAVE_CHUNK) {
+          const end = Math.min(pageEnd, at + SAVE_CHUNK);
+          if (same(at, end, bytes, bytesFrom)) continue;
+          // Adjacent pieces make one range.
+          if (ranges.length > 0 && ranges[ranges.length - 1] === at) ranges[ranges.length - 1] = end;
+          else ranges.push(at, end);
+        }
       }
     };
     differs(0, this.stackBottom, this.staticData, 0);
@@ -121,7 +128,8 @@ export class MemorySnapshot {
     differs(this.breakAtSnapshot, reached, undefined, 0);
     let size = 0;
     for (let i = 0; i < ranges.length; i += 2) size += ranges[i + 1]! - ranges[i]!;
-    const bytes = new Uint8Array(size);
+    // Every byte is written below: no need to zero it first.
+    const bytes = Buffer.allocUnsafeSlow(size);
     let at = 0;
     for (let i = 0; i < ranges.length; i += 2) {
       bytes.set(view.subarray(ranges[i]!, ranges[i + 1]!), at);
@@ -218,6 +226,8 @@ function runsOf(view: Uint8Array, from: number, to: number): Run[] {
 }
 
 const PAGE = 4096;
+/** The unit a parked call's memory is compared and saved in (see saveCall). */
+const SAVE_CHUNK = 512;
 /** LLVM's WebAssembly red zone is 128 bytes; a page of margin costs nothing and keeps the arithmetic simple. */
 const RED_ZONE_MARGIN = PAGE;
 
