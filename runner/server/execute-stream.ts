@@ -15,7 +15,8 @@
  * - a message over the request limit ends the stream (RESOURCE_EXHAUSTED) before it is read; a message
  *   that cannot be read, a call id of 0 or one still in flight ends it with INVALID_ARGUMENT: the client
  *   does not follow the protocol, and its calls in flight are cancelled;
- * - at most `maxCallsInFlight` calls at once per stream; beyond that a call is answered RESOURCE_EXHAUSTED
+ * - at most `maxCallsInFlight` calls at once per stream (the runner's LDBOX_RUNNER_MAX_INFLIGHT, stated in the
+ *   response header {@link MAX_CALLS_HEADER}); beyond that a call is answered RESOURCE_EXHAUSTED
  *   (as a full pool queue is), so the client tries another runner;
  * - answers wait in memory only while the client reads them: above {@link WRITE_BUFFER_HIGH} bytes not yet
  *   taken by the client, the stream is paused (no new calls read) until they drain;
@@ -41,7 +42,14 @@
 import http2 from 'node:http2';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Code } from '@connectrpc/connect';
-import { decodeStreamRequest, encodeStreamResponse, encodeStreamStatus, GrpcMessageReader, StreamWireError } from '../../src/protobuf/execute-stream-wire.js';
+import {
+  decodeStreamRequest,
+  encodeStreamResponse,
+  encodeStreamStatus,
+  GrpcMessageReader,
+  MAX_CALLS_HEADER,
+  StreamWireError,
+} from '../../src/protobuf/execute-stream-wire.js';
 import { UNAUTHENTICATED_MESSAGE, type TokenCheck } from './bearer-auth.js';
 import { MAX_TIMER_MS } from './call-deadline.js';
 import type { ExecuteWireForm } from './execute-route.js';
@@ -130,7 +138,7 @@ class ExecuteStream implements OpenExecuteStream {
         resolve();
       }),
     );
-    stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+    stream.respond({ ':status': 200, 'content-type': 'application/grpc', [MAX_CALLS_HEADER]: String(options.maxCallsInFlight) }, { waitForTrailers: true });
     // The envelope around a request: a call id, a timeout, tags and lengths (runner.proto).
     this.#reader = new GrpcMessageReader(
       options.maxRequestBytes + 32,

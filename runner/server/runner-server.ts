@@ -121,8 +121,9 @@ class RunnerRole extends RoleLifecycle implements RunnerServer {
       route: execute,
       tokenCheck,
       maxRequestBytes: maxExecuteRequestBytes(config),
-      // As many calls as the connection could carry as unary Execute streams (SETTINGS_MAX_CONCURRENT_STREAMS).
-      maxCallsInFlight: config.http.maxStreamsPerConnection,
+      // As many calls as the pool runs at once (waiting calls park), and never fewer than the connection could
+      // carry as unary Execute streams (SETTINGS_MAX_CONCURRENT_STREAMS).
+      maxCallsInFlight: Math.max(config.http.maxStreamsPerConnection, config.pool.maxInflight),
       // A stream with no call in flight ends (OK) after this long, as an idle connection would close.
       idleTimeoutMs: config.http.idleTimeoutMs,
     };

@@ -28,6 +28,7 @@ import http2 from 'node:http2';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { RunnerService } from '../gen/ldbox/runner/v1/runner_pb.js';
 import { decodeStreamResponse, encodeStreamCall, encodeStreamCancel, GrpcMessageReader, StreamWireError } from '../protobuf/execute-stream-wire.js';
+import { MAX_CALLS_HEADER } from '../protobuf/execute-stream-wire.js';
 import { codeOf, fromSystemError, type GrpcUnaryClient, grpcStatusError } from './grpc-unary-client.js';
 
 /** `/ldbox.runner.v1.RunnerService/ExecuteStream`. */
@@ -194,10 +195,13 @@ export class ExecuteStreamClient {
  */
 class OpenStream {
   readonly #calls = new Map<number, PendingCall>();
-  readonly #waiting: number[] = [];
+  #waiting: number[] = [];
+  #waitingHead = 0;
   readonly #stream: http2.ClientHttp2Stream;
   #inFlight = 0;
   #limit: number;
+  /** The runner's own statement of the calls a stream takes at once (MAX_CALLS_HEADER), once its headers came. */
+  #stated: number | undefined;
   #pending: Buffer[] = [];
   #flushScheduled = false;
   ended = false;
@@ -227,6 +231,12 @@ class OpenStream {
     );
     stream.on('response', (h) => {
       headers = h;
+      const stated = Number(h[MAX_CALLS_HEADER]);
+      if (Number.isSafeInteger(stated) && stated > 0) {
+        this.#stated = stated;
+        this.#limit = stated;
+        this.#pump();
+      }
     });
     stream.on('trailers', (h) => {
       trailers = h;
@@ -279,14 +289,22 @@ class OpenStream {
   }
 
   readonly #onSettings = (settings: http2.Settings): void => {
+    if (this.#stated !== undefined) return;
     this.#limit = inFlightLimit(settings);
     this.#pump();
   };
 
   /** Sends waiting calls while the runner has room. */
   #pump(): void {
-    while (this.#inFlight < this.#limit && this.#waiting.length > 0) {
-      const callId = this.#waiting.shift()!;
+    while (this.#inFlight < this.#limit && this.#waitingHead < this.#waiting.length) {
+      const callId = this.#waiting[this.#waitingHead++]!;
+      if (this.#waitingHead === this.#waiting.length) {
+        this.#waiting = [];
+        this.#waitingHead = 0;
+      } else if (this.#waitingHead > 1024 && this.#waitingHead * 2 > this.#waiting.length) {
+        this.#waiting = this.#waiting.slice(this.#waitingHead);
+        this.#waitingHead = 0;
+      }
       const call = this.#calls.get(callId);
       if (call === undefined || call.sent) continue;
       call.sent = true;
@@ -362,8 +380,9 @@ class OpenStream {
 }
 
 /**
- * The calls a stream may have in flight by the runner's settings: none until they arrive (with the
- * runner's first frame, right after the connection opens), so that a first burst of calls is not refused.
+ * The calls a stream may have in flight by the runner's settings, until the stream's response headers state
+ * the runner's own number (MAX_CALLS_HEADER; an older runner does not): none until the settings arrive (with
+ * the runner's first frame, right after the connection opens), so that a first burst of calls is not refused.
  */
 function inFlightLimit(settings: http2.Settings): number {
   const advertised = settings.maxConcurrentStreams;

@@ -14,6 +14,13 @@
 /** gRPC message framing: 1 flag byte (0: not compressed) + 4 bytes big-endian length. */
 export const GRPC_FRAME_HEADER = 5;
 
+/**
+ * The ExecuteStream response header that states how many calls the stream takes at once (runner.proto): a
+ * call that waits for host work parks in the runner, so a stream carries thousands, not one HTTP/2
+ * connection's worth of streams.
+ */
+export const MAX_CALLS_HEADER = 'ldbox-max-calls-in-flight';
+
 const CALL_ID = 0x08; // field 1, varint
 const REQUEST_OR_RESPONSE = 0x12; // field 2, length-delimited
 const TIMEOUT_MS = 0x18; // field 3, varint (in a request)

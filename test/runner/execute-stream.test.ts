@@ -121,6 +121,11 @@ class Stream {
     });
   }
 
+  /** The response headers, once they came. */
+  get headers(): http2.IncomingHttpHeaders {
+    return this.#headers;
+  }
+
   send(...bytes: Uint8Array[]): void {
     this.raw.write(bytes.length === 1 ? bytes[0]! : Buffer.concat(bytes));
   }
@@ -491,8 +496,9 @@ t.test('a client reset cancels its calls; the runner goes on', async (t) => {
   await stillServes(t);
 });
 
-t.test('at most LDBOX_MAX_STREAMS_PER_CONNECTION calls in flight on a stream', async (t) => {
-  const small = await startInProcessRunner({ ...ENV, LDBOX_MAX_STREAMS_PER_CONNECTION: '4' });
+t.test('at most as many calls in flight on a stream as the runner runs (LDBOX_RUNNER_MAX_INFLIGHT)', async (t) => {
+  // Never fewer than LDBOX_MAX_STREAMS_PER_CONNECTION: the two are set alike here.
+  const small = await startInProcessRunner({ ...ENV, LDBOX_MAX_STREAMS_PER_CONNECTION: '4', LDBOX_RUNNER_MAX_INFLIGHT: '4' });
   t.teardown(() => small.close());
   const s = new Stream(connect(t, small));
   const ids = [1, 2, 3, 4, 5];
@@ -502,6 +508,7 @@ t.test('at most LDBOX_MAX_STREAMS_PER_CONNECTION calls in flight on a stream', a
     [Code.ResourceExhausted, 'this stream has 4 calls in flight, the most a stream may have: try another runner, or another stream'],
     'the 5th: RESOURCE_EXHAUSTED (8)',
   );
+  t.equal(s.headers['ldbox-max-calls-in-flight'], '4', 'the stream states its limit in its response headers');
   const first = await Promise.all([1, 2, 3, 4].map((id) => s.answer(id)));
   t.same(first.map(resultOf), [1, 2, 3, 4], 'the first 4 succeed');
   t.equal(s.answers[0]?.callId, 5, 'the 5th was answered first, at once');

@@ -791,8 +791,10 @@ export const RunnerService: GenService<{
    * every call was answered, or the stream had no call in flight for the runner's idle timeout) or
    * UNAVAILABLE (the runner is shutting down: its calls in flight are answered first; open a new stream,
    * elsewhere). The runner ends a stream OK only with no call of it in flight: a call sent as it ended
-   * was never started, and may be sent again on a new stream. Served over binary gRPC (application/grpc)
-   * only.
+   * was never started, and may be sent again on a new stream. A stream takes as many calls at once as the
+   * runner runs (its calls in flight, waiting ones included), which its response headers state in
+   * `ldbox-max-calls-in-flight`; a client that does not read it may assume the connection's
+   * SETTINGS_MAX_CONCURRENT_STREAMS. Served over binary gRPC (application/grpc) only.
    *
    * @generated from rpc ldbox.runner.v1.RunnerService.ExecuteStream
    */
