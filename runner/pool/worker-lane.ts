@@ -27,7 +27,7 @@ const REPLIES_PER_MESSAGE = 16;
 
 /** Opens the lane and offers its other end to the pool; `run` answers one call. */
 export function openWorkerLane(
-  run: (task: WorkerTask, placement: number) => Promise<LaneAnswer | undefined>,
+  run: (task: WorkerTask, placement: number, yielded: () => void) => Promise<LaneAnswer | undefined>,
   maxRunning: number,
   flagOf: (slot: number) => Int32Array,
 ): void {
@@ -82,7 +82,15 @@ export function openWorkerLane(
       const call = {};
       computing = call;
       running++;
-      void run(task, id)
+      // A call that parks to wait for host work says so: the next one starts at once, not a turn of the
+      // event loop later (with thousands of sockets open, a turn is long, and one start per turn capped
+      // the rate at which waiting calls got going).
+      const yielded = (): void => {
+        if (computing !== call) return;
+        computing = undefined;
+        queueMicrotask(startNext);
+      };
+      void run(task, id, yielded)
         .then(
           (result) => answer(id, result),
           (err: unknown) => answer(id, { reply: { status: 'internal', message: err instanceof Error ? err.message : String(err) } }),

@@ -61,7 +61,7 @@ const flags = new FlagViews(setup.flags);
 openWorkerLane(runTask, setup.sandboxes, (slot) => flags.of(slot));
 
 /** One call; `undefined` when the pool placed it on another worker meanwhile (nobody waits for it here). */
-async function runTask(task: WorkerTask, placement: number): Promise<LaneAnswer | undefined> {
+async function runTask(task: WorkerTask, placement: number, yielded: () => void): Promise<LaneAnswer | undefined> {
   const started = startTask(task.cancelFlag, placement, threadId);
   if (started === 'elsewhere') return undefined;
   if (started === 'cancelled') return { reply: CANCELLED };
@@ -72,10 +72,10 @@ async function runTask(task: WorkerTask, placement: number): Promise<LaneAnswer 
     if (task.kind === 'sandbox') {
       const refused = admit(task.cancelFlag, task.request);
       if (refused) return { reply: refused };
-      const outcome = await run(task.request, started);
+      const outcome = await run(task.request, started, yielded);
       return { reply: outcome ? { status: 'done', outcome, queueTimeMs } : CANCELLED };
     }
-    return await runWire(task, started, now, queueTimeMs);
+    return await runWire(task, started, now, queueTimeMs, yielded);
   } catch (err) {
     // Only the message crosses back: it is logged by the pool, never shown to the caller.
     const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
@@ -88,7 +88,7 @@ async function runTask(task: WorkerTask, placement: number): Promise<LaneAnswer 
 const CANCELLED: WorkerReply = { status: 'cancelled' };
 
 /** Decode, validate, run, encode; a large reply's bytes are moved (transferred), not copied. */
-async function runWire(task: WireTask, started: Started, now: number, queueTimeMs: number): Promise<LaneAnswer> {
+async function runWire(task: WireTask, started: Started, now: number, queueTimeMs: number, yielded: () => void): Promise<LaneAnswer> {
   let checked;
   try {
     const message = task.encoding === 'json' ? decodeJsonRequest(task.body) : decodeBinaryRequest(task.body);
@@ -100,7 +100,7 @@ async function runWire(task: WireTask, started: Started, now: number, queueTimeM
   const { request, deadlineLimited } = checked;
   const refused = admit(task.cancelFlag, request);
   if (refused) return { reply: refused };
-  const outcome = await run(request, started);
+  const outcome = await run(request, started, yielded);
   if (!outcome) return { reply: CANCELLED };
   const body = encodeExecuteResponse(outcome, queueTimeMs, task.encoding, task.grpcFramed);
   const answer: WireAnswer = {
@@ -140,11 +140,11 @@ function admit(flag: Int32Array, request: SandboxRequest): WorkerReply | undefin
 }
 
 /** One sandbox call on a module of this thread; `undefined` when the caller cancelled it. */
-async function run(request: SandboxRequest, started: Started): Promise<SandboxOutcome | undefined> {
+async function run(request: SandboxRequest, started: Started, yielded: () => void): Promise<SandboxOutcome | undefined> {
   const cm = await modules.acquire(request.memoryBytes);
   started.guestStarting();
   try {
-    return await runSandbox(cm, request, setup.limits, new TaskCancelSource(started));
+    return await runSandbox(cm, request, setup.limits, new TaskCancelSource(started, yielded));
   } catch (err) {
     if (err instanceof SandboxCancelledError) return undefined;
     cm.broken = true;
@@ -160,7 +160,10 @@ async function run(request: SandboxRequest, started: Started): Promise<SandboxOu
  * scavenge (promoted garbage that only a full GC frees).
  */
 class TaskCancelSource implements CancelSource {
-  constructor(private readonly task: Started) {}
+  constructor(
+    private readonly task: Started,
+    readonly parked: () => void,
+  ) {}
 
   get signal(): AbortSignal {
     return this.task.signal;

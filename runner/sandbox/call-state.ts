@@ -2,7 +2,7 @@ import type { QuickJSContext, QuickJSHandle } from 'quickjs-emscripten';
 import type { BuiltinConfig, BuiltinContext } from '../builtins/guest-boundary.js';
 import { GuestAllocationError } from './guest-allocation-error.js';
 import type { LogBuffer } from './log-buffer.js';
-import type { CallImage } from './memory-snapshot.js';
+import { type CallImage, releaseCallImage } from './memory-snapshot.js';
 import type { Redact } from './redactor.js';
 
 const CANCEL_POLL_MS = 50;
@@ -203,6 +203,7 @@ export class CallState {
     this.endListeners.clear();
     this.pending.clear();
     this.landed = [];
+    if (this.parkedImage) releaseCallImage(this.parkedImage);
     this.parkedImage = undefined;
     this.wake?.();
   }

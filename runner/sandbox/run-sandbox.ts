@@ -43,6 +43,8 @@ export interface CancelSource {
   hostWorkStarted?(): void;
   /** As isCancelled, for the poll of waiting calls: must not count as the thread computing. */
   isCancelledQuietly?(): boolean;
+  /** The call parked to wait for host work: the thread is free for another call (worker-lane.ts). */
+  parked?(): void;
 }
 
 type ResultParts = Omit<SandboxOutcome, 'requestId' | 'logs' | 'wallTimeMs' | 'memoryUsedBytes'>;
@@ -126,6 +128,7 @@ export async function runSandbox(cm: CappedModule, req: SandboxRequest, limits: 
           heapEnd = Math.max(heapEnd, held.heapEnd());
           held.park();
           parked = true;
+          cancel?.parked?.();
         },
         resume: () => {
           if (state.unresumable) throw new SandboxInternalError('the call could not be resumed: its memory could not be saved while it waited');

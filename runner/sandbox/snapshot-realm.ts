@@ -4,7 +4,7 @@ import type { GuestBinding, HostBuiltins } from '../builtins/guest-boundary.js';
 import type { CallSlot, CallState } from './call-state.js';
 import { GUEST_PRELUDE } from './guest-prelude.js';
 import { createHostFunctions } from './host-functions.js';
-import { MemorySnapshot } from './memory-snapshot.js';
+import { MemorySnapshot, releaseCallImage } from './memory-snapshot.js';
 import { loadQuickJSBuild } from './quickjs-build.js';
 
 /** Thrown for a failure of the sandbox machinery itself (not of user code): the caller reports INTERNAL. */
@@ -118,6 +118,7 @@ export class SnapshotRealm {
       if (image === undefined) throw new SandboxInternalError('a parked call has no saved memory to resume from');
       this.snapshot.restoreCall(image);
       call.parkedImage = undefined;
+      releaseCallImage(image);
       this.#occupant = call;
     }
     this.slot.call = call;
