@@ -45,11 +45,13 @@ export interface WarmUpResult {
 /**
  * Calls in flight during the warm-up: 64 per worker (what keeps a worker's queue from running dry, the
  * load of bench/execute.ts), no more than the pool admits without RESOURCE_EXHAUSTED (its queue plus the
- * sandboxes running) nor one HTTP/2 connection may carry. The heaps and the HTTP/2 streams' memory reach
+ * calls it runs at once, LDBOX_RUNNER_MAX_INFLIGHT) nor one HTTP/2 connection may carry. The heaps and the HTTP/2 streams' memory reach
  * the size of that load, so a burst later does not raise the resident set past what `ready` showed.
  */
-export function warmUpInFlight(pool: { size: number; maxQueue: number; concurrentPerWorker: number }, maxStreamsPerConnection: number): number {
-  return Math.max(1, Math.min(64 * pool.size, pool.maxQueue + pool.size * pool.concurrentPerWorker, maxStreamsPerConnection));
+export function warmUpInFlight(pool: { size: number; maxQueue: number; maxInflight: number }, maxStreamsPerConnection: number): number {
+  // The pool admits its queue and, per worker, its share of maxInflight (runner-pool.ts).
+  const running = pool.size * Math.max(1, Math.ceil(pool.maxInflight / pool.size));
+  return Math.max(1, Math.min(64 * pool.size, pool.maxQueue + running, maxStreamsPerConnection));
 }
 /** A warm-up that takes longer than this (a machine far busier than usual) stops where it is. */
 const MAX_WARM_UP_MS = 30_000;

@@ -94,8 +94,8 @@ t.test('with client certificates (mTLS) the warm-up is skipped, and the runner i
 });
 
 t.test('the warm-up keeps no more calls in flight than the pool admits: a small pool answers every one', async (t) => {
-  // One sandbox and no queue: the pool admits one call at a time, so the warm-up sends one at a time.
-  const { server, lines } = await start(t, { LDBOX_POOL_CONCURRENCY: '1', LDBOX_POOL_MAX_QUEUE: '0', LDBOX_RUNNER_WARMUP_CALLS: '300' });
+  // One call at a time and no queue: the pool admits one call at a time, so the warm-up sends one at a time.
+  const { server, lines } = await start(t, { LDBOX_RUNNER_MAX_INFLIGHT: '1', LDBOX_POOL_MAX_QUEUE: '0', LDBOX_RUNNER_WARMUP_CALLS: '300' });
   const line = warmedUp(lines);
   t.equal(line?.calls, 300, 'every warm-up call answered');
   t.equal(line?.failed, 0, 'none refused');
@@ -104,18 +104,19 @@ t.test('the warm-up keeps no more calls in flight than the pool admits: a small 
 });
 
 t.test('how many warm-up calls are in flight', async (t) => {
-  const pool = (size: number, maxQueue: number, concurrentPerWorker: number) => ({ size, maxQueue, concurrentPerWorker });
-  t.equal(warmUpInFlight(pool(2, 128, 4), 128), 128, 'the default pool of 2 workers: 64 per worker');
-  t.equal(warmUpInFlight(pool(1, 64, 4), 128), 64, 'one worker');
-  t.equal(warmUpInFlight(pool(8, 512, 4), 128), 128, 'no more than one HTTP/2 connection carries');
-  t.equal(warmUpInFlight(pool(2, 10, 4), 128), 18, 'no more than the pool admits: its queue and its sandboxes');
+  const pool = (size: number, maxQueue: number, maxInflight: number) => ({ size, maxQueue, maxInflight });
+  t.equal(warmUpInFlight(pool(2, 128, 10_000), 128), 128, 'the default pool of 2 workers: 64 per worker');
+  t.equal(warmUpInFlight(pool(1, 64, 10_000), 128), 64, 'one worker');
+  t.equal(warmUpInFlight(pool(8, 512, 10_000), 128), 128, 'no more than one HTTP/2 connection carries');
+  t.equal(warmUpInFlight(pool(2, 10, 8), 128), 18, 'no more than the pool admits: its queue and the calls it runs at once');
+  t.equal(warmUpInFlight(pool(2, 10, 7), 128), 18, 'which it splits evenly between its workers, rounding up');
   t.equal(warmUpInFlight(pool(1, 0, 1), 128), 1, 'at least one');
 });
 
 t.test('warm-up calls that fail are counted, not retried, and the warm-up ends', async (t) => {
-  // A runner without a warm-up of its own, one sandbox and no queue; 64 calls at once: most are refused
-  // with RESOURCE_EXHAUSTED.
-  const { server } = await start(t, { LDBOX_POOL_CONCURRENCY: '1', LDBOX_POOL_MAX_QUEUE: '0', LDBOX_RUNNER_WARMUP_CALLS: '0' });
+  // A runner without a warm-up of its own that runs one call at a time and has no queue; 64 calls at once:
+  // most are refused with RESOURCE_EXHAUSTED.
+  const { server } = await start(t, { LDBOX_RUNNER_MAX_INFLIGHT: '1', LDBOX_POOL_MAX_QUEUE: '0', LDBOX_RUNNER_WARMUP_CALLS: '0' });
   const r = await warmUp({ host: '127.0.0.1', port: server.port, token: undefined, tlsCert: undefined }, 500, 64);
   t.ok(r.failed > 0, `some calls failed (${r.failed})`);
   t.equal(r.answered + r.failed, 500, 'every call is accounted for');
