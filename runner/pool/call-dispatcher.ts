@@ -21,9 +21,9 @@ const CANCELLED_REPLY: WorkerReply = { status: 'cancelled' };
 const BALANCE_MS = 5;
 
 export interface DispatcherOptions {
-  /** Sandboxes one worker runs at once (LDBOX_POOL_CONCURRENCY). */
+  /** Calls one worker computes side by side before it counts as full (parked calls do not count). */
   sandboxes: number;
-  /** Calls placed on one worker at most: its sandboxes and those waiting in it. */
+  /** Calls placed on one worker at most, not counting those parked: those it computes and those waiting in it. */
   laneDepth: number;
 }
 
@@ -47,7 +47,7 @@ export class CallDispatcher {
   /** A worker offered its lane: calls go to it from now on. */
   attach(threadId: number, port: MessagePort): void {
     this.lanes.get(threadId)?.close();
-    this.lanes.set(threadId, new CallLane(threadId, port, this.drain));
+    this.lanes.set(threadId, new CallLane(threadId, port, this.drain, () => this.board.parkedOn(threadId)));
     this.drain();
   }
 
@@ -120,8 +120,9 @@ export class CallDispatcher {
     for (const lane of this.lanes.values()) {
       if (lane.inFlight === 0) continue;
       anyPlaced = true;
-      const running = lane.running();
-      if (running === lane.inFlight) continue; // nothing waits in this worker
+      // Parked calls wait for host work: they take no compute slot.
+      const running = lane.running() - lane.parked;
+      if (running === lane.load) continue; // nothing waits in this worker
       const blocked = this.board.busyFor(lane.id, at) >= BLOCKED_AFTER_MS;
       if (!blocked && running < this.options.sandboxes) continue;
       if (!this.anotherCanStart(lane, at)) continue;
@@ -142,7 +143,7 @@ export class CallDispatcher {
     for (const other of this.lanes.values()) {
       if (other === lane || other.closed) continue;
       if (this.board.busyFor(other.id, at) >= BLOCKED_AFTER_MS) continue;
-      if (other.running() < this.options.sandboxes) return true;
+      if (other.running() - other.parked < this.options.sandboxes) return true;
     }
     return false;
   }

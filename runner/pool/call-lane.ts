@@ -42,12 +42,28 @@ export class CallLane {
     return this.pending.size;
   }
 
+  /**
+   * What the worker has to compute: its calls in flight less those parked waiting for host work, which
+   * take no compute slot. Calls are placed by this, so thousands of waiting calls do not make a worker
+   * look full, and calls that compute are not all committed to one worker ahead of time.
+   */
+  get load(): number {
+    return Math.max(0, this.pending.size - this.parkedCalls());
+  }
+
+  /** Calls of this worker parked, waiting for host work. */
+  get parked(): number {
+    return this.parkedCalls();
+  }
+
   constructor(
     /** The worker's thread id (Piscina's worker `id`). */
     readonly id: number,
     private readonly port: MessagePort,
     /** Called after a batch of replies was handed out: the lane has room again. */
     private readonly onRoom: () => void,
+    /** How many of its calls the worker holds parked, waiting for host work (worker-activity.ts). */
+    private readonly parkedCalls: () => number = () => 0,
   ) {
     port.on('message', (replies: LaneRepliesMessage) => this.answer(replies));
     port.on('close', () => this.close());

@@ -21,25 +21,35 @@ const HEARTBEAT_MS = 5;
 export interface ActivityBoardMemory {
   owners: SharedArrayBuffer;
   freeAt: SharedArrayBuffer;
+  /** Per slot: the calls the worker holds parked, waiting for host work (they take no compute slot). */
+  parked: SharedArrayBuffer;
 }
 
 /** Epoch ms on a clock every thread shares. */
 const now = (): number => performance.timeOrigin + performance.now();
 
 export function createActivityBoardMemory(): ActivityBoardMemory {
-  return { owners: new SharedArrayBuffer(SLOTS * 4), freeAt: new SharedArrayBuffer(SLOTS * 8) };
+  return { owners: new SharedArrayBuffer(SLOTS * 4), freeAt: new SharedArrayBuffer(SLOTS * 8), parked: new SharedArrayBuffer(SLOTS * 4) };
 }
 
 /** Main thread: reads the board. */
 export class ActivityBoard {
   private readonly owners: Int32Array;
   private readonly freeAt: Float64Array;
+  private readonly parked: Int32Array;
   /** threadId → slot, learnt lazily (a worker claims its slot when it starts). */
   private readonly slots = new Map<number, number>();
 
   constructor(memory: ActivityBoardMemory) {
     this.owners = new Int32Array(memory.owners);
     this.freeAt = new Float64Array(memory.freeAt);
+    this.parked = new Int32Array(memory.parked);
+  }
+
+  /** Calls the worker holds parked (waiting for host work); 0 for an unknown worker. */
+  parkedOn(threadId: number): number {
+    const slot = this.slotOf(threadId);
+    return slot === undefined ? 0 : Math.max(0, Atomics.load(this.parked, slot));
   }
 
   /** How long the worker's thread has not been free, in ms; 0 for an unknown worker. */
@@ -54,6 +64,7 @@ export class ActivityBoard {
   release(threadId: number): void {
     const slot = this.slotOf(threadId);
     this.slots.delete(threadId);
+    if (slot !== undefined) Atomics.store(this.parked, slot, 0);
     if (slot !== undefined) Atomics.compareExchange(this.owners, slot, threadId, 0);
   }
 
@@ -73,12 +84,14 @@ export class ActivityBoard {
 /** Worker side: the worker's own slot. */
 export class WorkerActivity {
   private readonly freeAt: Float64Array;
+  private readonly parkedCalls: Int32Array;
   private readonly slot: number;
   private readonly timer: NodeJS.Timeout | undefined;
 
   constructor(memory: ActivityBoardMemory, threadId: number) {
     const owners = new Int32Array(memory.owners);
     this.freeAt = new Float64Array(memory.freeAt);
+    this.parkedCalls = new Int32Array(memory.parked);
     let slot = -1;
     for (let i = 0; i < SLOTS && slot < 0; i++) {
       if (Atomics.compareExchange(owners, i, 0, threadId) === 0) slot = i;
@@ -106,6 +119,11 @@ export class WorkerActivity {
 
   private clearPending = false;
 
+  /** A call of this worker parked (+1) or came back (-1): the pool places calls by the others (call-lane.ts). */
+  parked(delta: 1 | -1): void {
+    if (this.slot >= 0) Atomics.add(this.parkedCalls, this.slot, delta);
+  }
+
   private readonly markFree = (): void => {
     this.clearPending = false;
     this.freeAt[this.slot] = now();
@@ -116,8 +134,8 @@ export class WorkerActivity {
 export interface PlaceableWorker {
   /** The worker's thread id. */
   readonly id: number;
-  /** Calls placed on it and not answered yet. */
-  readonly inFlight: number;
+  /** Calls placed on it and not answered yet, less those parked waiting for host work (CallLane.load). */
+  readonly load: number;
   readonly closed: boolean;
 }
 
@@ -136,7 +154,7 @@ export function chooseWorker<W extends PlaceableWorker>(board: ActivityBoard, wo
   let fallback: W | undefined;
   let fallbackBusy = Infinity;
   for (const worker of workers) {
-    if (worker === skip || worker.closed || worker.inFlight >= maximumUsage) continue;
+    if (worker === skip || worker.closed || worker.load >= maximumUsage) continue;
     const busy = board.busyFor(worker.id, at);
     if (busy >= BLOCKED_AFTER_MS) {
       if (busy < fallbackBusy) {
@@ -145,10 +163,10 @@ export function chooseWorker<W extends PlaceableWorker>(board: ActivityBoard, wo
       }
       continue;
     }
-    if (worker.inFlight === 0) return worker;
-    if (worker.inFlight < bestUsage) {
+    if (worker.load === 0) return worker;
+    if (worker.load < bestUsage) {
       best = worker;
-      bestUsage = worker.inFlight;
+      bestUsage = worker.load;
     }
   }
   return best ?? fallback;

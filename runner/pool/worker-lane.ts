@@ -39,9 +39,12 @@ export function openWorkerLane(
   let transfers: ArrayBuffer[] = [];
   let ready = 0;
   let flushScheduled = false;
+  /** Calls parked since the last message: the pool is told even with no reply, since it places by load. */
+  let parkedSinceFlush = false;
   const flush = (): void => {
     flushScheduled = false;
-    if (ready === 0) return;
+    if (ready === 0 && !parkedSinceFlush) return;
+    parkedSinceFlush = false;
     if (packed.length > 0) {
       message.packed = packAnswers(packed);
       transfers.push(message.packed);
@@ -86,6 +89,12 @@ export function openWorkerLane(
       // event loop later (with thousands of sockets open, a turn is long, and one start per turn capped
       // the rate at which waiting calls got going).
       const yielded = (): void => {
+        // The pool places calls by what a worker has to compute (CallLane.load): a parked call frees room.
+        parkedSinceFlush = true;
+        if (!flushScheduled) {
+          flushScheduled = true;
+          setImmediate(flush);
+        }
         if (computing !== call) return;
         computing = undefined;
         queueMicrotask(startNext);

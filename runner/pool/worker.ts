@@ -162,8 +162,17 @@ async function run(request: SandboxRequest, started: Started, yielded: () => voi
 class TaskCancelSource implements CancelSource {
   constructor(
     private readonly task: Started,
-    readonly parked: () => void,
+    private readonly yielded: () => void,
   ) {}
+
+  parked(): void {
+    activity.parked(1);
+    this.yielded();
+  }
+
+  resumed(): void {
+    activity.parked(-1);
+  }
 
   get signal(): AbortSignal {
     return this.task.signal;

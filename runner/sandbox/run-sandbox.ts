@@ -45,6 +45,8 @@ export interface CancelSource {
   isCancelledQuietly?(): boolean;
   /** The call parked to wait for host work: the thread is free for another call (worker-lane.ts). */
   parked?(): void;
+  /** The call is back from {@link parked} (resumed, or ended while parked). */
+  resumed?(): void;
 }
 
 type ResultParts = Omit<SandboxOutcome, 'requestId' | 'logs' | 'wallTimeMs' | 'memoryUsedBytes'>;
@@ -131,10 +133,11 @@ export async function runSandbox(cm: CappedModule, req: SandboxRequest, limits: 
           cancel?.parked?.();
         },
         resume: () => {
+          parked = false;
+          cancel?.resumed?.();
           if (state.unresumable) throw new SandboxInternalError('the call could not be resumed: its memory could not be saved while it waited');
           held.resume(state);
           cm.exhausted = false;
-          parked = false;
         },
       };
       const settled = await settle(rt, ctx, state, evaluated.value, parking);
@@ -160,6 +163,7 @@ export async function runSandbox(cm: CappedModule, req: SandboxRequest, limits: 
   } finally {
     subscribed?.removeEventListener('abort', onCancel);
     // No handle of the call is disposed: the next call's restore takes the realm back whole.
+    if (parked) cancel?.resumed?.();
     if (realm && call) {
       if (!parked) heapEnd = Math.max(heapEnd, realm.heapEnd());
       realm.end(call);
