@@ -1,6 +1,6 @@
 /**
- * Places calls on the workers' call lanes (call-lane.ts), with a FIFO queue for calls that find every
- * lane full (bounded by the pool, runner-pool.ts).
+ * Places calls on the workers' call lanes (call-lane.ts), with a queue for calls that find every lane full
+ * (bounded by the pool, runner-pool.ts): FIFO per tenant, the tenants taken in turn (fair-queue.ts).
  *
  * A lane holds up to `laneDepth` calls: the `sandboxes` its worker runs at once and more waiting in the
  * worker. Keeping the workers supplied ahead is what lets three threads (this one and two workers) share
@@ -14,6 +14,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import { isCancelledWhileQueued, markPlaced } from './cancel-flag.js';
 import { CallLane, type PlacedCall, WorkerLostError } from './call-lane.js';
+import { FairQueue } from './fair-queue.js';
 import { type ActivityBoard, BLOCKED_AFTER_MS, chooseWorker } from './worker-activity.js';
 import type { WorkerReply, WorkerTask } from './worker-task.js';
 
@@ -29,8 +30,7 @@ export interface DispatcherOptions {
 
 export class CallDispatcher {
   private readonly lanes = new Map<number, CallLane>();
-  private queue: PlacedCall[] = [];
-  private queueHead = 0;
+  private readonly queue = new FairQueue<PlacedCall>();
   private balancer: NodeJS.Timeout | undefined;
   private lastPlacement = 0;
 
@@ -41,7 +41,7 @@ export class CallDispatcher {
 
   /** Calls waiting for room on a lane. */
   get queued(): number {
-    return this.queue.length - this.queueHead;
+    return this.queue.size;
   }
 
   /** A worker offered its lane: calls go to it from now on. */
@@ -63,9 +63,9 @@ export class CallDispatcher {
    * Runs a task on a worker. `transfer`, if given, is moved with it. Rejects with WorkerLostError when
    * the worker went away before answering.
    */
-  run(task: WorkerTask, transfer?: ArrayBuffer): Promise<WorkerReply> {
+  run(task: WorkerTask, transfer?: ArrayBuffer, tenant = ''): Promise<WorkerReply> {
     return new Promise((resolve, reject) => {
-      const call: PlacedCall = { task, transfer, resolve, reject };
+      const call: PlacedCall = { task, transfer, tenant, resolve, reject };
       if (this.queued === 0 && this.place(call)) return;
       this.queue.push(call);
     });
@@ -76,24 +76,18 @@ export class CallDispatcher {
     clearInterval(this.balancer);
     for (const lane of this.lanes.values()) lane.close();
     this.lanes.clear();
-    const waiting = this.queue.slice(this.queueHead);
-    this.queue = [];
-    this.queueHead = 0;
+    const waiting = this.queue.takeAll();
     for (const call of waiting) call.reject(new WorkerLostError('the pool closed'));
   }
 
   /** Moves queued calls onto lanes with room (other than `avoid`'s). */
   private readonly drain = (avoid?: CallLane): void => {
     while (this.queued > 0) {
-      const call = this.queue[this.queueHead]!;
+      const call = this.queue.peek()!;
       // A call cancelled while it waited never reaches a worker.
       if (isCancelledWhileQueued(call.task.cancelFlag)) call.resolve(CANCELLED_REPLY);
       else if (!this.place(call, avoid)) return;
-      this.queue[this.queueHead++] = undefined as unknown as PlacedCall;
-      if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
-        this.queue = this.queue.slice(this.queueHead);
-        this.queueHead = 0;
-      }
+      this.queue.shift();
     }
   };
 
@@ -128,8 +122,8 @@ export class CallDispatcher {
       if (!this.anotherCanStart(lane, at)) continue;
       const taken = lane.reclaimUnstarted();
       if (taken.length === 0) continue;
-      // Back to the front of the queue, in their order, then onto the other lanes.
-      this.queue.splice(this.queueHead, 0, ...taken);
+      // Back to the front of their tenants' queues, in their order, then onto the other lanes.
+      this.queue.returnToFront(taken);
       this.drain(lane);
     }
     if (!anyPlaced && this.queued === 0) {

@@ -23,6 +23,8 @@ export class WorkerLostError extends Error {
 /** A call placed on the lane and not answered yet. */
 export interface PlacedCall {
   task: WorkerTask;
+  /** Who the call is for (ExecuteRequest.tenant, '' = the shared tenant): the pool's queue is fair between them. */
+  tenant: string;
   /** Moved with the task: such a call cannot be taken back (the buffer is gone from this thread). */
   transfer: ArrayBuffer | undefined;
   resolve: (reply: WorkerReply) => void;

@@ -2,6 +2,7 @@ import { Piscina } from 'piscina';
 import type { PoolConfig } from '../config/index.js';
 import type { SandboxOutcome, SandboxRequest } from '../sandbox/index.js';
 import { encodeExecuteResponse, type WireEncoding } from '../wire/execute-response.js';
+import { peekTenant } from '../../src/protobuf/execute-stream-wire.js';
 import { penaltyKeysOf, startedHostWork, isStarted, isWaiting, requestCancel, requestIdOf, runningOn, startedAt, timeLimitOf } from './cancel-flag.js';
 import { LatencyWindow } from './latency-window.js';
 import { ActivityBoard, createActivityBoardMemory } from './worker-activity.js';
@@ -239,6 +240,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
     build: (slot: number, cancelFlag: Int32Array, submittedAt: number) => WorkerTask,
     timeoutMs: number,
     signal: CancelSignal | undefined,
+    tenant: string,
     transfer?: ArrayBuffer,
   ): Promise<Settled> {
     if (closing) throw new PoolClosedError('the runner is shutting down');
@@ -262,7 +264,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
       inFlight.set(cancelFlag, entry);
       let reply: WorkerReply;
       try {
-        reply = await dispatcher.run(build(slot, cancelFlag, performance.timeOrigin + started), transfer);
+        reply = await dispatcher.run(build(slot, cancelFlag, performance.timeOrigin + started), transfer, tenant);
       } catch (err) {
         if (signal?.aborted) {
           failed++;
@@ -313,7 +315,12 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
   }
 
   async function execute(request: SandboxRequest, signal?: CancelSignal): Promise<ExecuteResult> {
-    const settled = await runTask((slot, cancelFlag, submittedAt) => ({ kind: 'sandbox', request, slot, cancelFlag, submittedAt }), request.timeoutMs, signal);
+    const settled = await runTask(
+      (slot, cancelFlag, submittedAt) => ({ kind: 'sandbox', request, slot, cancelFlag, submittedAt }),
+      request.timeoutMs,
+      signal,
+      request.tenant ?? '',
+    );
     if ('hardStopped' in settled) {
       return { outcome: stuckPastDeadline(request.requestId, request.timeoutMs, performance.now()), queueTimeMs: 0 };
     }
@@ -324,6 +331,8 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
   async function executeWire(call: WireCall, signal?: CancelSignal): Promise<WireReply> {
     const started = performance.now();
     const transfer = call.body.byteLength > TRANSFER_ABOVE_BYTES ? (call.body.buffer as ArrayBuffer) : undefined;
+    // The request is decoded in the worker; its tenant is read here (a few fields skipped) for the fair queue.
+    const tenant = call.encoding === 'proto' ? peekTenant(call.body) : '';
     const settled = await runTask(
       (slot, cancelFlag, submittedAt) => ({
         kind: 'wire',
@@ -337,6 +346,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
       }),
       0,
       signal,
+      tenant,
       transfer,
     );
     if ('hardStopped' in settled) {

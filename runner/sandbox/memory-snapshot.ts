@@ -222,7 +222,7 @@ class ImageBuffers {
 
 const IMAGE_UNIT = 16 * 1024;
 /** Buffers kept for reuse per thread at most (what a burst of parked calls leaves behind beyond it is freed). */
-const MAX_POOLED_BYTES = 512 * 1024 * 1024;
+const MAX_POOLED_BYTES = 64 * 1024 * 1024;
 const imageBuffers = new ImageBuffers();
 
 /** Gives a parked call's pages back for reuse, once they are restored or the call is gone. */

@@ -10,6 +10,7 @@
  * proto3: fields in any order, unknown fields skipped, the last of a repeated scalar wins; an embedded
  * message given twice (which protobuf would merge) is refused, as nobody writes that.
  */
+import { ExecuteRequestSchema } from '../gen/ldbox/runner/v1/runner_pb.js';
 
 /** gRPC message framing: 1 flag byte (0: not compressed) + 4 bytes big-endian length. */
 export const GRPC_FRAME_HEADER = 5;
@@ -187,6 +188,33 @@ class FieldReader {
       if (n > this.bytes.length - this.at) throw new StreamWireError('a field runs past the end of the message');
       this.at += n;
     } else throw new StreamWireError(`wire type ${wireType} is not used by this message`);
+  }
+}
+
+/** ExecuteRequest.tenant's field number, from the generated descriptor (runner.proto). */
+const TENANT_FIELD = ExecuteRequestSchema.field.tenant.number;
+const tenantDecoder = new TextDecoder();
+
+/**
+ * The `tenant` of an encoded ExecuteRequest, read without decoding the rest (its fields are skipped by
+ * length): the runner's main thread queues calls fairly by tenant before a worker decodes them. '' when it
+ * is absent, too long, or the bytes cannot be read (the worker then refuses the request itself).
+ */
+export function peekTenant(request: Uint8Array): string {
+  try {
+    const r = new FieldReader(request);
+    let tenant = '';
+    for (let next = r.nextField(); next !== undefined; next = r.nextField()) {
+      if (next.field === TENANT_FIELD && next.wireType === 2) {
+        const bytes = r.bytesField();
+        // A later occurrence wins, as protobuf decoders do.
+        tenant = bytes.length <= 128 ? tenantDecoder.decode(bytes) : '';
+      } else r.skip(next.wireType);
+    }
+    return tenant;
+  } catch (err) {
+    if (err instanceof StreamWireError) return '';
+    throw err;
   }
 }
 
