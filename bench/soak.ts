@@ -40,7 +40,7 @@
  * LDBOX_EGRESS_ALLOW=127.0.0.1 so that ld.request may reach it), waits (ld.wait takes at most 30 s: two calls
  * beyond), POSTs `/end` and returns; its limits.timeoutMs is 60 s. The counter records each run of each `n`.
  * No capacity phase: the soak runs at SOAK_RATE, 10 webhooks/s by default (~200 nodes in flight), with the
- * executor at LDBOX_EXECUTOR_CONCURRENCY=1024 (its maximum) unless the environment sets it; each row has the
+ * executor at LDBOX_EXECUTOR_CONCURRENCY=1024 unless the environment sets it; each row has the
  * runs in flight (`running`); the drain waits up to 120 s. RSS, heap and JOBS backlog (which holds the jobs
  * whose node waits) are compared from the first sample after the 45 s ramp, the backlog with 10 % slack, and
  * the latency thirds go by due time. The verdict adds: webhooks accepted, executions succeeded / failed /
@@ -552,7 +552,7 @@ async function main(): Promise<void> {
     console.log(
       `SOAK_NODE=waiting: the node waits ${fmt(WAIT_MIN_MS / 1000, 1)}–${fmt(WAIT_MAX_MS / 1000)} s at random (limits.timeoutMs ${WAITING_TIMEOUT_MS}) and reports ` +
         `each run's start and end to a counting server in this process (the runner gets LDBOX_EGRESS_ALLOW=127.0.0.1); ` +
-        `executor LDBOX_EXECUTOR_CONCURRENCY=${WAITING_CONCURRENCY} (${process.env.LDBOX_EXECUTOR_CONCURRENCY ? 'from the environment' : "this mode's default, the maximum; the executor's own is 16"}); ` +
+        `executor LDBOX_EXECUTOR_CONCURRENCY=${WAITING_CONCURRENCY} (${process.env.LDBOX_EXECUTOR_CONCURRENCY ? 'from the environment' : "this mode's default; the executor's own is 16"}); ` +
         `no capacity phase; drain up to ${DRAIN_MS / 1000} s`,
     );
   const nats: BenchNatsServer = await startBenchNats({ maxPayload: MAX_PAYLOAD });

@@ -97,7 +97,14 @@ const S = {
     choices: ['stream', 'unary'],
     meaning: 'how Execute calls travel: one long-lived ExecuteStream per runner, or a gRPC call each',
   },
-  concurrency: { kind: 'int', name: 'LDBOX_EXECUTOR_CONCURRENCY', fallback: 16, min: 1, max: 1024, meaning: 'jobs one executor runs at once' },
+  concurrency: {
+    kind: 'int',
+    name: 'LDBOX_EXECUTOR_CONCURRENCY',
+    fallback: 16,
+    min: 1,
+    max: 65_536,
+    meaning: 'jobs one executor runs at once (raise it for nodes that mostly wait on APIs: a waiting call costs the runner memory, not a sandbox)',
+  },
   ackWaitMs: {
     kind: 'int',
     name: 'LDBOX_EXECUTOR_ACK_WAIT_MS',

@@ -82,7 +82,7 @@ t.test('every variable', async (t) => {
   t.equal(loadExecutorConfig({ LDBOX_RUNNER_TOKEN: 'x'.repeat(16) }).runnerToken, 'x'.repeat(16), '16 characters is enough');
   // Range bounds, both ends.
   t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_CONCURRENCY: '1' }).concurrency, 1);
-  t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_CONCURRENCY: '1024' }).concurrency, 1024);
+  t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_CONCURRENCY: '65536' }).concurrency, 65_536);
   t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_ACK_WAIT_MS: '1000' }).ackWaitMs, 1000);
   t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_ACK_WAIT_MS: '3600000' }).ackWaitMs, 3_600_000);
   t.equal(loadExecutorConfig({ LDBOX_EXECUTOR_MAX_ATTEMPTS: '1' }).maxAttempts, 1);
@@ -117,9 +117,9 @@ t.test('exact messages', async (t) => {
   t.equal(configError({ LDBOX_EXECUTOR_PORT: '1e3' }), 'LDBOX_EXECUTOR_PORT must be a whole number from 0 to 65535, got "1e3"');
   t.equal(configError({ LDBOX_EXECUTOR_PORT: '0x50' }), 'LDBOX_EXECUTOR_PORT must be a whole number from 0 to 65535, got "0x50"');
   t.equal(configError({ LDBOX_EXECUTOR_PORT: '65536' }), 'LDBOX_EXECUTOR_PORT must be from 0 to 65535, got 65536');
-  t.equal(configError({ LDBOX_EXECUTOR_CONCURRENCY: 'many' }), 'LDBOX_EXECUTOR_CONCURRENCY must be a whole number from 1 to 1024, got "many"');
-  t.equal(configError({ LDBOX_EXECUTOR_CONCURRENCY: '0' }), 'LDBOX_EXECUTOR_CONCURRENCY must be from 1 to 1024, got 0');
-  t.equal(configError({ LDBOX_EXECUTOR_CONCURRENCY: '1025' }), 'LDBOX_EXECUTOR_CONCURRENCY must be from 1 to 1024, got 1025');
+  t.equal(configError({ LDBOX_EXECUTOR_CONCURRENCY: 'many' }), 'LDBOX_EXECUTOR_CONCURRENCY must be a whole number from 1 to 65536, got "many"');
+  t.equal(configError({ LDBOX_EXECUTOR_CONCURRENCY: '0' }), 'LDBOX_EXECUTOR_CONCURRENCY must be from 1 to 65536, got 0');
+  t.equal(configError({ LDBOX_EXECUTOR_CONCURRENCY: '65537' }), 'LDBOX_EXECUTOR_CONCURRENCY must be from 1 to 65536, got 65537');
   t.equal(configError({ LDBOX_RUNNING_RECORD_DELAY_MS: '-1' }), 'LDBOX_RUNNING_RECORD_DELAY_MS must be a whole number from 0 to 60000, got "-1"');
   t.equal(configError({ LDBOX_RUNNING_RECORD_DELAY_MS: '60001' }), 'LDBOX_RUNNING_RECORD_DELAY_MS must be from 0 to 60000, got 60001');
   t.equal(configError({ LDBOX_EXECUTOR_ACK_WAIT_MS: '30s' }), 'LDBOX_EXECUTOR_ACK_WAIT_MS must be a whole number from 1000 to 3600000, got "30s"');
