@@ -22,7 +22,7 @@
  * no other outcome may rise); one call with the same body through @grpc/grpc-js must return 1.
  *
  * Env: BENCH_SCALE multiplies the call counts and durations (default 1; e.g. 0.1 for a smoke run);
- * LDBOX_POOL_CONCURRENCY, if set, is passed to the runner (to compare pool settings); BENCH_STREAMS, the
+ * LDBOX_RUNNER_MAX_INFLIGHT, if set, is passed to the runner (to compare pool settings); BENCH_STREAMS, the
  * streams per connection of (a) (default 32: 128 calls in flight), to compare loads.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -250,12 +250,12 @@ async function main(): Promise<number> {
     });
     const executeSeq = await executeRun(SEQUENTIAL_CALLS, 1, 1);
 
-    const concurrency = process.env.LDBOX_POOL_CONCURRENCY ?? 'default';
+    const concurrency = process.env.LDBOX_RUNNER_MAX_INFLIGHT ?? 'default';
     const ratioA = loadRate / reference;
     const ratioB = executeSeq.meanMs / healthSeq.meanMs;
     const ratioC = rssTotal / rssFirst;
     console.log(
-      `\nExecute \`return 1\` over gRPC, runner with ${WORKERS} workers (LDBOX_POOL_CONCURRENCY=${concurrency}), h2load; ${TOTAL_CALLS + ROUNDS * ROUND_CALLS + SEQUENTIAL_CALLS} calls, all confirmed by the runner's counters${problems ? ' — NOT ALL' : ''}\n`,
+      `\nExecute \`return 1\` over gRPC, runner with ${WORKERS} workers (LDBOX_RUNNER_MAX_INFLIGHT=${concurrency}), h2load; ${TOTAL_CALLS + ROUNDS * ROUND_CALLS + SEQUENTIAL_CALLS} calls, all confirmed by the runner's counters${problems ? ' — NOT ALL' : ''}\n`,
     );
     console.log('| what | figure |');
     console.log('|---|---|');
