@@ -4,11 +4,11 @@
  * the pool can answer while the rest run).
  *
  * Calls run one after the other while they compute, and side by side while they wait: the next call
- * starts when the one before it ends or, if that one is still running when the event loop comes round
- * (it is waiting for host work: a request, a timer), then — up to `maxRunning` at once, the worker's
- * sandboxes. So a batch of short calls runs on one WASM module whose memory stays in the CPU's caches,
- * instead of on as many modules as there are calls (16 calls at once on 16 modules cost ~40 % more CPU
- * per call here), and a call waiting for I/O holds nobody up. Calls placed here that have not started
+ * starts when the one before it ends, when it parks to wait for host work (a request, a timer: it says so,
+ * and the next starts in a microtask), or, if it is still running when the event loop comes round, then —
+ * up to `maxRunning` started at once (the worker's share of LDBOX_RUNNER_MAX_INFLIGHT, parked ones
+ * included). The calls of a memory cap share one WASM module whose memory stays in the CPU's caches (16
+ * calls at once on 16 modules cost ~40 % more CPU per call here), and a call waiting for I/O holds nobody up. Calls placed here that have not started
  * yet may be taken back by the pool and placed elsewhere (cancel-flag.ts); `run` then answers
  * `undefined` and nothing is sent.
  */

@@ -11,7 +11,10 @@ export interface WorkerSetup {
   modules: WasmModulePoolOptions;
   /** The memory limit most calls use: the worker warms a module of that size at start. */
   defaultMemoryBytes: number;
-  /** Calls the worker runs at once (each on a module of its own); more placed on it wait. */
+  /**
+   * Calls the worker has started at once, computing (one at a time) or parked waiting for host work (its
+   * share of LDBOX_RUNNER_MAX_INFLIGHT); more placed on it wait to start.
+   */
   sandboxes: number;
   /** What an ExecuteRequest may ask for: the worker validates wire requests itself. */
   requests: RequestLimits;

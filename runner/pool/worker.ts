@@ -1,6 +1,7 @@
 /**
- * The Piscina worker: runs sandbox calls on this thread's WASM modules. One module per concurrent call
- * (the memory cap is per module), reused across calls until it grows or breaks. While the worker is
+ * The Piscina worker: runs sandbox calls on this thread's WASM modules. One module per memory cap (the
+ * cap is per module), shared by the calls of that cap — one computes at a time, the others are parked
+ * waiting for host work (snapshot-realm.ts) — and reused until it grows or breaks. While the worker is
  * idle, each kept module prepares the fresh sandbox of its next call (see prepareAhead).
  *
  * A wire task arrives as the request's bytes: decoding, validation and encoding the response happen
