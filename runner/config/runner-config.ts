@@ -145,7 +145,7 @@ const S = {
     shown: '64 × size',
     min: 0,
     max: 1_000_000,
-    meaning: "calls that may wait for a sandbox (in the runner's queue or inside a worker); beyond it RESOURCE_EXHAUSTED",
+    meaning: 'calls the runner takes beyond LDBOX_RUNNER_MAX_INFLIGHT; together they bound the calls admitted (running, parked or waiting to start); beyond them, RESOURCE_EXHAUSTED',
   },
   poolIdleTimeoutMs: {
     kind: 'int',
