@@ -145,7 +145,8 @@ const S = {
     shown: '64 × size',
     min: 0,
     max: 1_000_000,
-    meaning: 'calls the runner takes beyond LDBOX_RUNNER_MAX_INFLIGHT; together they bound the calls admitted (running, parked or waiting to start); beyond them, RESOURCE_EXHAUSTED',
+    meaning:
+      'calls the runner takes beyond LDBOX_RUNNER_MAX_INFLIGHT; together they bound the calls admitted (running, parked or waiting to start); beyond them, RESOURCE_EXHAUSTED',
   },
   poolIdleTimeoutMs: {
     kind: 'int',
