@@ -89,7 +89,7 @@ import { type ExecuteRequest, ExecuteRequestSchema, ExecuteResponseSchema, Runne
 import { anyFreePort } from '../src/net/local-ports.js';
 import { h2load, type H2loadResult } from './lib/h2load.js';
 import type { ApiStats } from './lib/slow-api.js';
-import { type Child, post, startChild } from './lib/webhook-e2e.js';
+import { type Child, createWorkflow, post, startChild } from './lib/webhook-e2e.js';
 import { type BenchNatsServer, procCpuMicros, startBenchNats } from './lib/webhook-nats.js';
 
 /** A bad setting: says so and exits with code 2. */
@@ -666,21 +666,6 @@ async function startPipeline(concurrency: number | undefined): Promise<Pipeline>
   }
 }
 
-/** A one-node workflow with `code` through the control plane (as bench/lib/webhook-e2e.ts's createWorkflow), webhook without auth. */
-async function createCodeWorkflow(port: number, adminToken: string, name: string, code: string): Promise<string> {
-  const res = await fetch(`http://127.0.0.1:${port}/ldbox.workflows.v1.WorkflowService/CreateWorkflow`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` },
-    body: JSON.stringify({ name, workspace: 'bench', nodes: [{ id: 'a', code }], webhook: { authMethod: 'AUTH_METHOD_NONE' } }),
-    signal: AbortSignal.timeout(10_000),
-  });
-  const text = await res.text();
-  if (res.status !== 200) throw new Error(`CreateWorkflow answered ${res.status}: ${text}`);
-  const id = (JSON.parse(text) as { workflow?: { id?: string } }).workflow?.id;
-  if (!id) throw new Error(`CreateWorkflow: no workflow id in ${text}`);
-  return id;
-}
-
 /** CPU so far of the pipeline's processes, µs. */
 function pipelineCpu(p: Pipeline, api: Api): Record<string, number> {
   const self = process.cpuUsage();
@@ -875,8 +860,8 @@ async function partD(label: string, concurrency: number | undefined, rows: Row[]
         .map((x) => fmt(x, 2))
         .join(' ')}`,
     );
-    const trivialWf = await createCodeWorkflow(p.gateway.port, p.adminToken, 'bench-io-trivial', TRIVIAL);
-    const ioWf = await createCodeWorkflow(p.gateway.port, p.adminToken, 'bench-io-request', ioCode(api.url));
+    const trivialWf = await createWorkflow(p.gateway.port, p.adminToken, 'bench-io-trivial', { code: TRIVIAL });
+    const ioWf = await createWorkflow(p.gateway.port, p.adminToken, 'bench-io-request', { code: ioCode(api.url) });
 
     // Warm-up, not counted: JIT, connections (gateway, NATS, runner, the runner's HTTP client to the API).
     const wt = await webhookBurst(p, api, trivialWf, D_WARMUP.trivial, D_WARMUP.conns, 60_000);

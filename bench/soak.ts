@@ -397,28 +397,6 @@ function waitingNodeCode(counter: string): string {
   ].join('\n');
 }
 
-/**
- * SOAK_NODE=waiting's workflow through the control plane (as webhook-e2e's createWorkflow, with the
- * waiting node's code and limits.timeoutMs): one node, webhook without auth; resolves to its id.
- */
-async function createWaitingWorkflow(port: number, adminToken: string, counter: string): Promise<string> {
-  const res = await fetch(`http://127.0.0.1:${port}/ldbox.workflows.v1.WorkflowService/CreateWorkflow`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` },
-    body: JSON.stringify({
-      name: 'bench-soak-waiting',
-      workspace: 'bench',
-      nodes: [{ id: 'a', code: waitingNodeCode(counter), input: { n: '{{trigger.output.body.n}}' }, limits: { timeoutMs: WAITING_TIMEOUT_MS } }],
-      webhook: { authMethod: 'AUTH_METHOD_NONE' },
-    }),
-  });
-  const text = await res.text();
-  if (res.status !== 200) throw new Error(`CreateWorkflow answered ${res.status}: ${text}`);
-  const id = (JSON.parse(text) as { workflow?: { id?: string } }).workflow?.id;
-  if (!id) throw new Error(`CreateWorkflow: no workflow id in ${text}`);
-  return id;
-}
-
 /** SOAK_NODE=waiting's findings, from the counter after the drain. */
 interface WaitingFigures {
   /** `n` accepted (202) during the soak. */
@@ -608,7 +586,7 @@ async function main(): Promise<void> {
     );
 
     const workflowId = counterUrl
-      ? await createWaitingWorkflow(gateway.port, adminToken, counterUrl)
+      ? await createWorkflow(gateway.port, adminToken, 'bench-soak-waiting', { code: waitingNodeCode(counterUrl), limits: { timeoutMs: WAITING_TIMEOUT_MS } })
       : await createWorkflow(gateway.port, adminToken, 'bench-soak');
     const path = `/api/hooks/workflows/${workflowId}`;
     const tracker = new Tracker();

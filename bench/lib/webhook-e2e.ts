@@ -312,17 +312,29 @@ export function post(agent: http.Agent, port: number, path: string, body: string
   });
 }
 
-/** Creates the benches' one-node workflow (no webhook auth) through the control plane; resolves to its id. */
-export async function createWorkflow(port: number, adminToken: string, name = 'bench-e2e'): Promise<string> {
+/** The one node of a bench workflow: its code and limits (default: echo the webhook body's `n`). */
+export interface BenchNode {
+  code: string;
+  limits?: { timeoutMs?: number };
+}
+
+const ECHO_NODE: BenchNode = { code: 'return { ok: true, n: data.input.n }' };
+
+/**
+ * Creates a bench's one-node workflow (no webhook auth, the node's input `n` from the webhook body) through
+ * the control plane; resolves to its id.
+ */
+export async function createWorkflow(port: number, adminToken: string, name = 'bench-e2e', node: BenchNode = ECHO_NODE): Promise<string> {
   const res = await fetch(`http://127.0.0.1:${port}/ldbox.workflows.v1.WorkflowService/CreateWorkflow`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` },
     body: JSON.stringify({
       name,
       workspace: 'bench',
-      nodes: [{ id: 'a', code: 'return { ok: true, n: data.input.n }', input: { n: '{{trigger.output.body.n}}' } }],
+      nodes: [{ id: 'a', code: node.code, input: { n: '{{trigger.output.body.n}}' }, ...(node.limits ? { limits: node.limits } : {}) }],
       webhook: { authMethod: 'AUTH_METHOD_NONE' },
     }),
+    signal: AbortSignal.timeout(10_000),
   });
   const text = await res.text();
   if (res.status !== 200) throw new Error(`CreateWorkflow answered ${res.status}: ${text}`);
