@@ -10,6 +10,7 @@ import type { CancelSignal } from './call-cancel.js';
 import { CallDispatcher } from './call-dispatcher.js';
 import { createFlagTableMemory, FlagTable } from './flag-table.js';
 import { WorkerLostError } from './call-lane.js';
+import { TenantShares } from './tenant-shares.js';
 import { PoolCancelledError, PoolClosedError, PoolFullError, PoolInternalError, PoolUnavailableError } from './pool-errors.js';
 import { createPenaltyTableMemory, PenaltyTable } from './hard-stop-penalty.js';
 import { isLaneOffer, type WireReply, type WorkerReply, type WorkerSetup, type WorkerTask } from './worker-task.js';
@@ -225,6 +226,7 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
   let completed = 0;
   let failed = 0;
   let closing = false;
+  const shares = new TenantShares(config.maxQueue + config.size * perWorker);
   const latency = new LatencyWindow();
 
   /**
@@ -246,11 +248,30 @@ export function createRunnerPool(config: PoolConfig, options: RunnerPoolOptions 
     if (closing) throw new PoolClosedError('the runner is shutting down');
     if (signal?.aborted) throw new PoolCancelledError('the call was cancelled before it started');
     const started = performance.now();
-    // As many calls as the workers run at once, and maxQueue more waiting (here or inside a worker).
-    if (inFlight.size >= config.maxQueue + config.size * perWorker) {
+    // As many calls as the workers run at once and maxQueue more waiting (here or inside a worker), shared
+    // between the tenants (tenant-shares.ts).
+    const refused = shares.refusal(tenant);
+    if (refused) {
       failed++;
-      throw new PoolFullError(`the runner's queue is full (${config.maxQueue} calls waiting): retry later`);
+      throw new PoolFullError(`${refused.full ? `the runner's queue is full (${config.maxQueue} calls waiting)` : refused.message}: retry later`);
     }
+    shares.add(tenant);
+    try {
+      return await runAdmitted(build, timeoutMs, signal, tenant, started, transfer);
+    } finally {
+      shares.remove(tenant);
+    }
+  }
+
+  /** {@link runTask} once the call is admitted: takes a flag and runs it on a worker (again if it lost one). */
+  async function runAdmitted(
+    build: (slot: number, cancelFlag: Int32Array, submittedAt: number) => WorkerTask,
+    timeoutMs: number,
+    signal: CancelSignal | undefined,
+    tenant: string,
+    started: number,
+    transfer: ArrayBuffer | undefined,
+  ): Promise<Settled> {
     for (let attempt = 1; ; attempt++) {
       const taken = flagTable.take();
       if (!taken) {

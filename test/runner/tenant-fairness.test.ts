@@ -3,12 +3,15 @@
  * tenant's flood of calls does not delay another tenant's call behind the whole flood. The tenant is read
  * from the encoded request on the main thread (peekTenant). Each check is an order of events, not a clock.
  */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { create, toBinary } from '@bufbuild/protobuf';
+import * as grpc from '@grpc/grpc-js';
 import t from 'tap';
 import { FairQueue } from '../../runner/pool/fair-queue.js';
 import { ExecuteRequestSchema } from '../../src/gen/ldbox/runner/v1/runner_pb.js';
 import { peekTenant } from '../../src/protobuf/execute-stream-wire.js';
-import { startTestRunner } from '../helpers/runner-harness.js';
+import { grpcError, startTestRunner } from '../helpers/runner-harness.js';
 
 t.test('FairQueue: FIFO within a tenant, tenants in turn, calls taken back go first', async (t) => {
   const q = new FairQueue<{ tenant: string; n: number }>();
@@ -77,4 +80,34 @@ t.test("through a runner: another tenant's call is not queued behind a flood", a
   );
   await Promise.all(flood);
   t.equal(floodDone, FLOOD, 'the flood finishes');
+});
+
+t.test("through a runner: a tenant whose calls wait cannot take the room another tenant's call needs", async (t) => {
+  // Capacity 100 calls (one worker, no queue): one tenant alone may hold 90 of them. The API never answers
+  // until the test ends, so the admitted calls stay parked.
+  let held = 0;
+  const api = http.createServer(() => {
+    held++;
+  });
+  await new Promise<void>((resolve) => api.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(api.address() as AddressInfo).port}/`;
+  const runner = await startTestRunner({ LDBOX_POOL_SIZE: '1', LDBOX_RUNNER_MAX_INFLIGHT: '100', LDBOX_POOL_MAX_QUEUE: '0', LDBOX_EGRESS_ALLOW: '127.0.0.1' });
+  t.teardown(async () => {
+    api.closeAllConnections();
+    await new Promise((r) => api.close(r));
+    await runner.close();
+  });
+  const waiting = `await ld.request({ method: 'GET', url: ${JSON.stringify(url)} }); return 1`;
+  const refusals: (string | undefined)[] = [];
+  for (let i = 0; i < 110; i++) {
+    void grpcError(runner.grpc.execute({ code: waiting, tenant: 'flooder', limits: { timeoutMs: 60_000 } })).then((err) => {
+      if (err?.code === grpc.status.RESOURCE_EXHAUSTED) refusals.push(err.details);
+    });
+  }
+  for (const until = Date.now() + 30_000; (held < 90 || refusals.length < 20) && Date.now() < until; ) await new Promise((r) => setTimeout(r, 10));
+  t.equal(held, 90, 'the flooding tenant holds 90 calls, waiting on the API');
+  t.equal(refusals.length, 20, 'its 20 other calls were refused (RESOURCE_EXHAUSTED)');
+  t.match(refusals[0], /this tenant has 90 of the runner's 90 calls in flight, more than its share/);
+  const other = await runner.grpc.execute({ code: 'return 2', tenant: 'quiet' });
+  t.equal(Number(other.result?.kind.value), 2, "another tenant's call is admitted and answered");
 });
