@@ -1,5 +1,5 @@
 /**
- * The per-workflow webhook rate across every gateway (DESIGN.md "429"; README "Scaling out"): N gateways
+ * The per-workflow webhook rate across every gateway (docs/design.md "429"; README "Scaling out"): N gateways
  * together admit what one would, within a few per cent, without a NATS round trip per webhook.
  *
  * The algorithm is GCRA (the generic cell rate algorithm, a token bucket kept as one number): a workflow

@@ -1,5 +1,5 @@
 /**
- * The gateway's settings (DESIGN.md "Names that are contract" → Env), validated once with exact messages
+ * The gateway's settings (docs/design.md "Names that are contract" → Env), validated once with exact messages
  * and filled with defaults. Nothing else in the gateway reads `process.env`.
  *
  * Body limit and NATS `max_payload`: every accepted webhook becomes one JetStream message of at most

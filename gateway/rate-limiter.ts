@@ -1,5 +1,5 @@
 /**
- * Per-workflow token buckets (DESIGN.md "429"). A workflow with rate r may send r requests per second on
+ * Per-workflow token buckets (docs/design.md "429"). A workflow with rate r may send r requests per second on
  * average and bursts of up to max(1, r); an empty bucket answers with the seconds until the next token.
  * In memory, per gateway: the fallback of cluster-rate-limiter.ts while the shared schedule in KV does not
  * answer (N gateways then admit up to N × r).

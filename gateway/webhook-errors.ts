@@ -1,5 +1,5 @@
 /**
- * The one table of the webhook route's answers that are not 202 (spec: "Errors"; DESIGN.md: response
+ * The one table of the webhook route's answers that are not 202 (spec: "Errors"; docs/design.md: response
  * bodies are `{"error": {"code": "...", "message": "..."}}`). Tests assert `code` and status; the message
  * is for people and never contains a secret.
  */

@@ -1,6 +1,6 @@
 /**
  * `POST /api/hooks/workflows/<id>`: the ordered handling of one webhook request (spec: "States and
- * transitions" → the ordered handling; DESIGN.md decisions). Each step answers from the one table in
+ * transitions" → the ordered handling; docs/design.md decisions). Each step answers from the one table in
  * webhook-errors.ts:
  *
  * 1. method: anything but POST or GET → 405 with `Allow: POST`;

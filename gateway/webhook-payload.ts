@@ -1,5 +1,5 @@
 /**
- * Reading and parsing a webhook request's payload (DESIGN.md "body formats", "repeated query parameter").
+ * Reading and parsing a webhook request's payload (docs/design.md "body formats", "repeated query parameter").
  *
  * - Query: every parameter except `secret` (never passed on, whatever the method); a repeated name is an
  *   array of its values in order. Objects have no prototype, so `__proto__=x` is just a key.

@@ -4,7 +4,7 @@ import { describeType, fail, hasValue, isRecord, ResultProblems } from './invali
  * Spec "Native search integration result": a list of items (or `{items: [...]}`), each checked and
  * normalised: required fields must be present, optional attributes without a value are left out, an
  * incomplete `lastModifiedByUserId` is treated as absent, unknown fields are dropped, and every date
- * value (a Date, an ISO-8601 string or epoch milliseconds; DESIGN.md) is emitted as ISO-8601 UTC.
+ * value (a Date, an ISO-8601 string or epoch milliseconds; docs/design.md) is emitted as ISO-8601 UTC.
  * Every field at fault, in every item, is listed in one error (ResultProblems), so that an author sees
  * all the missing fields at once.
  */

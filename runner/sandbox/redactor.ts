@@ -1,5 +1,5 @@
 /**
- * Redaction of authentication values (spec "Utilities": ld.log redacts them; DESIGN: also in error
+ * Redaction of authentication values (spec "Utilities": ld.log redacts them; docs/design.md: also in error
  * messages, and the encoded forms a secret takes on its way into a log line: JSON, URLs, base64).
  * Tests: test/runner/redaction.test.ts.
  */

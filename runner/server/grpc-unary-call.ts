@@ -8,7 +8,7 @@ import type { CallRefusal, UnaryCall } from './unary-call.js';
  *
  * Why by hand rather than through connect-node or @grpc/grpc-js: on this project's 2-core machine
  * connect-node's server costs ~250 µs of CPU per unary call, @grpc/grpc-js ~40 µs and a bare stream
- * ~30 µs (../shared/notes/execute-hot-path.md), and the runner answers Connect, gRPC-Web and HTTP/1.1 on
+ * ~30 µs (docs/design.md, "Measurements"), and the runner answers Connect, gRPC-Web and HTTP/1.1 on
  * the same port, which grpc-js cannot share per stream. So the hot unary methods are read and answered
  * here, and everything else goes to connect-node (runner-server.ts routes by stream). Kept to what a
  * unary call needs:

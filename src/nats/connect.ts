@@ -195,7 +195,7 @@ export class NatsClient {
           pingInterval: this.#opts.pingIntervalMs,
           maxPingOut: this.#opts.maxPingOut,
           // Measured: nats.js builds an Error per request for async stack traces; turning that off is
-          // +40-45 % gateway throughput with js.publish() (shared/notes/webhook-ingest.md).
+          // +40-45 % gateway throughput with js.publish() (docs/design.md, "Measurements").
           noAsyncTraces: true,
           // Keep reconnecting even on repeated auth errors: an operator fixing credentials must not
           // require restarting every role.

@@ -2,7 +2,7 @@
  * Publishes jobs to JetStream and waits for the stream's PubAck, i.e. "stored" — the gateway answers 202
  * only after that.
  *
- * Why not `js.publish()`: measured on this machine (shared/notes/webhook-ingest.md), one nats.js client
+ * Why not `js.publish()`: measured on this machine (docs/design.md, "Measurements"), one nats.js client
  * tops out near 26k acked publishes/s with `js.publish()` because of client CPU (an Error built per
  * request for async traces, another one to "cancel" every resolved request, a header block on every
  * message). Sending the message with a reply subject under one wildcard inbox and matching PubAcks by token

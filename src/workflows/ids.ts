@@ -8,7 +8,7 @@
  * - execution `ex_` + 10 characters of creation time (milliseconds since the epoch, big-endian) + 16
  *   random characters (80 bits): ids of one workflow sort by creation time, newest last.
  *
- * The format checks are what the gateway runs before any lookup (a malformed id is 400, DESIGN.md).
+ * The format checks are what the gateway runs before any lookup (a malformed id is 400, docs/design.md).
  * Tests: test/workflows/ids.test.ts.
  */
 import { randomBytes } from 'node:crypto';

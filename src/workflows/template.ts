@@ -1,5 +1,5 @@
 /**
- * Templates in a code node's `input` (spec: "Webhook trigger output"; DESIGN.md, executor).
+ * Templates in a code node's `input` (spec: "Webhook trigger output"; docs/design.md, executor).
  *
  * Syntax, inside any string value of the input (object keys are never templates):
  *

@@ -1,6 +1,6 @@
 /**
  * Webhook secrets and authentication methods (spec: "Webhook trigger", "Authentication → Webhook
- * endpoint"; DESIGN.md, decisions "auth method unset", "secret", "header and query secret both sent").
+ * endpoint"; docs/design.md, decisions "auth method unset", "secret", "header and query secret both sent").
  *
  * - A secret is `whsec_` + 32 random bytes in base64url. Only its SHA-256 (lowercase hex) is stored; the
  *   plaintext is handed back once, by the function that generated it, and never logged or kept.

@@ -1,5 +1,5 @@
 /**
- * NATS trouble at the webhook route: never a 202 for a job that was not stored (DESIGN.md "NATS
+ * NATS trouble at the webhook route: never a 202 for a job that was not stored (docs/design.md "NATS
  * unreachable"), 503 with Retry-After meanwhile, recovery without restarting the gateway; a full stream
  * (503 queue_full), a refused publish (500), and a gateway started before NATS.
  */

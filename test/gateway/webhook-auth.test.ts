@@ -1,5 +1,5 @@
 /**
- * Webhook authentication end to end (spec: "Authentication → Webhook endpoint"; DESIGN.md "auth method
+ * Webhook authentication end to end (spec: "Authentication → Webhook endpoint"; docs/design.md "auth method
  * unset", "secret", "header and query secret both sent"): each method with the right, a wrong and no
  * secret, in the active channel and in the other one; switching methods keeps the secret; rotation.
  */

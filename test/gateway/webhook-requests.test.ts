@@ -1,5 +1,5 @@
 /**
- * The webhook route's answers and what it queues (spec: ordered handling, Errors; DESIGN.md body formats,
+ * The webhook route's answers and what it queues (spec: ordered handling, Errors; docs/design.md body formats,
  * repeated query parameters, Idempotency-Key, 429): every status of the table except the NATS outage
  * (gateway-outage.test.ts), the job read back from the stream, exact bodies.
  */

@@ -1,5 +1,5 @@
 /**
- * The names of proto/ldbox/workflows/v1/workflows.proto that DESIGN.md makes contract ("Names that are
+ * The names of proto/ldbox/workflows/v1/workflows.proto that docs/design.md makes contract ("Names that are
  * contract"): the RPCs of WorkflowService, the JSON field names of Workflow and Execution, and the enum
  * value names, as Connect JSON shows them.
  */
@@ -27,7 +27,7 @@ import {
   WorkspaceService,
 } from '../../src/gen/ldbox/workflows/v1/workflows_pb.js';
 
-t.test('WorkflowService has exactly the RPCs of DESIGN.md', async (t) => {
+t.test('WorkflowService has exactly the RPCs of docs/design.md', async (t) => {
   t.equal(WorkflowService.typeName, 'ldbox.workflows.v1.WorkflowService');
   t.same(
     WorkflowService.methods.map((m) => m.name),

@@ -1,6 +1,6 @@
 /**
  * The SigV4 signer (runner/builtins/cloud/sigv4-signer.ts) against the official AWS SigV4 test suite
- * (test/fixtures/sigv4/, copied from ../shared/vectors/sigv4/; SOURCE.md gives the origin and the
+ * (test/fixtures/sigv4/, copied from AWS's SigV4 test suite; SOURCE.md gives the origin and the
  * suite-wide inputs). For every case: the .req is parsed, signed, and the Authorization must equal the
  * .authz, and the request we would send must be the .sreq.
  *

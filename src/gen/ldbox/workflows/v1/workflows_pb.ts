@@ -1769,7 +1769,7 @@ export const WorkflowService: GenService<{
 
 /**
  * WorkspaceService manages workspace settings: the monthly spending cap. It is served next to
- * WorkflowService, with the same bearer token. (An addition to the RPCs named in DESIGN.md: the
+ * WorkflowService, with the same bearer token. (An addition to the RPCs named in docs/design.md: the
  * spending cap belongs to a workspace, which several workflows share, not to one workflow.)
  *
  * @generated from service ldbox.workflows.v1.WorkspaceService
