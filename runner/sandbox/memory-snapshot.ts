@@ -26,6 +26,8 @@ import type { QuickJSBuild } from './quickjs-build.js';
  */
 export class MemorySnapshot {
   private view: Uint8Array;
+  /** The words of memory up to the allocator's break word, made again with {@link view}. */
+  private words: Uint32Array;
   private readonly staticData: Uint8Array;
   private readonly stack: Run[];
   private readonly heap: Run[];
@@ -42,9 +44,9 @@ export class MemorySnapshot {
     private readonly stackLow: WebAssembly.Global,
   ) {
     this.view = new Uint8Array(memory.buffer);
-    const words = new Uint32Array(memory.buffer);
     this.breakIndex = breakAddress >>> 2;
-    this.breakAtSnapshot = words[this.breakIndex]!;
+    this.words = new Uint32Array(memory.buffer, 0, this.breakIndex + 1);
+    this.breakAtSnapshot = this.words[this.breakIndex]!;
     this.stackBottom = build.stackBottom;
     this.stackTop = build.stackTop;
     if (this.breakAtSnapshot < build.stackTop || this.breakAtSnapshot > this.view.length) {
@@ -80,8 +82,7 @@ export class MemorySnapshot {
   /** Puts the memory back as it was when the snapshot was taken (see the class comment). */
   restore(): void {
     const view = this.currentView();
-    const words = new Uint32Array(view.buffer, 0, this.breakIndex + 1);
-    let reached = words[this.breakIndex]!;
+    let reached = this.currentBreak();
     // A call that corrupted static data may have overwritten the break itself: then clear everything above.
     if (reached < this.breakAtSnapshot || reached > view.length) reached = view.length;
     const low = this.stackLow.value >>> 0;
@@ -102,7 +103,7 @@ export class MemorySnapshot {
    */
   saveCall(): CallImage | undefined {
     const view = this.currentView();
-    const reached = new Uint32Array(view.buffer, 0, this.breakIndex + 1)[this.breakIndex]!;
+    const reached = this.currentBreak();
     if (reached < this.breakAtSnapshot || reached > view.length) return undefined;
     const mem = Buffer.from(view.buffer, view.byteOffset, view.length);
     const ranges: number[] = [];
@@ -154,8 +155,8 @@ export class MemorySnapshot {
 
   /** The allocator's break now: the end of the heap the call in memory has used (it never moves down). */
   currentBreak(): number {
-    const view = this.currentView();
-    return new Uint32Array(view.buffer, 0, this.breakIndex + 1)[this.breakIndex]!;
+    this.currentView();
+    return this.words[this.breakIndex]!;
   }
 
   /**
@@ -172,8 +173,11 @@ export class MemorySnapshot {
   }
 
   private currentView(): Uint8Array {
-    // Growing the memory detaches the old buffer.
-    if (this.view.buffer !== this.memory.buffer) this.view = new Uint8Array(this.memory.buffer);
+    // Growing the memory detaches the old buffer (and the word view on it).
+    if (this.view.buffer !== this.memory.buffer) {
+      this.view = new Uint8Array(this.memory.buffer);
+      this.words = new Uint32Array(this.memory.buffer, 0, this.breakIndex + 1);
+    }
     return this.view;
   }
 }

@@ -70,17 +70,25 @@ async function holdingApi(): Promise<{
   };
 }
 
-const resultOf = (res: ExecuteResponse): unknown => (res.error ? { error: res.error.message } : res.result && toJson(ValueSchema, res.result));
+type Test = Parameters<Parameters<typeof t.test>[0]>[0];
 
-t.test('waiting calls free their sandboxes: a trivial call is answered while 400 calls wait', async (t) => {
-  // Two workers; LDBOX_POOL_CONCURRENCY=2 used to mean 4 calls in flight in all.
-  const runner = await startInProcessRunner({ LDBOX_EGRESS_ALLOW: '127.0.0.1', LDBOX_POOL_CONCURRENCY: '2', LDBOX_MAX_STREAMS_PER_CONNECTION: '1000' });
+/** A runner allowed to reach a holding API, both stopped at the end of the test (held requests released first). */
+async function runnerWithApi(t: Test, env: Record<string, string>) {
+  const runner = await startInProcessRunner({ LDBOX_EGRESS_ALLOW: '127.0.0.1', ...env });
   const api = await holdingApi();
   t.teardown(async () => {
     api.release();
     await api.close();
     await runner.close();
   });
+  return { runner, api };
+}
+
+const resultOf = (res: ExecuteResponse): unknown => (res.error ? { error: res.error.message } : res.result && toJson(ValueSchema, res.result));
+
+t.test('waiting calls free their sandboxes: a trivial call is answered while 400 calls wait', async (t) => {
+  // Two workers; LDBOX_POOL_CONCURRENCY=2 used to mean 4 calls in flight in all.
+  const { runner, api } = await runnerWithApi(t, { LDBOX_POOL_CONCURRENCY: '2', LDBOX_MAX_STREAMS_PER_CONNECTION: '1000' });
   const N = 400;
   const code = `
     const mine = 'call-' + data.input.i;
@@ -101,13 +109,7 @@ t.test('waiting calls free their sandboxes: a trivial call is answered while 400
 
 t.test('guest state survives park and resume and never crosses to another call', async (t) => {
   // One worker: every call of this test shares one module, so each resume follows another call's run.
-  const runner = await startInProcessRunner({ LDBOX_EGRESS_ALLOW: '127.0.0.1', LDBOX_POOL_SIZE: '1' });
-  const api = await holdingApi();
-  t.teardown(async () => {
-    api.release();
-    await api.close();
-    await runner.close();
-  });
+  const { runner, api } = await runnerWithApi(t, { LDBOX_POOL_SIZE: '1' });
   // Each call leaves markers everywhere it can (the global `data` (user code cannot add globals), a closure, a large string, an object graph),
   // parks three times, and checks after each resume that its markers are its own and no other's are seen.
   const code = `
@@ -165,13 +167,7 @@ t.test('stats.memoryUsedBytes describes the call alone', async (t) => {
 });
 
 t.test('a parked call that times out or is cancelled ends without being resumed; the others go on', async (t) => {
-  const runner = await startInProcessRunner({ LDBOX_EGRESS_ALLOW: '127.0.0.1', LDBOX_POOL_SIZE: '1' });
-  const api = await holdingApi();
-  t.teardown(async () => {
-    api.release();
-    await api.close();
-    await runner.close();
-  });
+  const { runner, api } = await runnerWithApi(t, { LDBOX_POOL_SIZE: '1' });
   const code = `const r = await ld.request({ method: 'GET', url: ${JSON.stringify(api.url)} + '/' + data.input.i }); return r.json.path;`;
   const slow = runner.grpc.execute({ code, input: { i: 'slow' }, limits: { timeoutMs: 300 } });
   const abort = new AbortController();
